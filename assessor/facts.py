@@ -1,0 +1,370 @@
+"""The facts model: what gpulab knows about one node, typed and JSON-serialisable.
+
+Parsers and the NVML collector produce these objects; checks read them. A field that is
+``None`` is unknown (the snapshot did not hold that source); a field that could not be read
+because its source was broken has an entry in ``NodeFacts.problems`` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+
+@dataclass
+class NvLink:
+    link: int
+    active: bool
+    speed_gbps: float | None = None  # per-link, GB/s as nvidia-smi reports it
+    errors: dict[str, int] = field(default_factory=dict)  # replay, recovery, crc_flit, crc_data
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    serial: str | None = None
+    bus_id: str | None = None  # as nvidia-smi prints it: 00000000:07:00.0
+    architecture: str | None = None
+    vbios: str | None = None
+    memory_total_mib: int | None = None
+    persistence_mode: bool | None = None
+    ecc_mode_current: bool | None = None
+    ecc_mode_pending: bool | None = None
+    ecc_volatile_corrected: int | None = None
+    ecc_volatile_uncorrected: int | None = None
+    ecc_aggregate_corrected: int | None = None
+    ecc_aggregate_uncorrected: int | None = None
+    retired_pages_pending: bool | None = None  # None on HBM parts (N/A)
+    remap_correctable: int | None = None
+    remap_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    temperature_c: int | None = None
+    temperature_slowdown_c: int | None = None
+    temperature_shutdown_c: int | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None
+    # Active clock throttle ("clocks event") reasons, NVML names without the prefix:
+    # gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost,
+    # sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown, display_clock_setting
+    throttle_reasons: list[str] | None = None
+    mig_mode_current: bool | None = None  # None: MIG not supported
+    mig_mode_pending: bool | None = None
+    fabric_state: str | None = None  # Completed, In Progress, Not Started, Not Supported
+    fabric_status: str | None = None  # Success, or the error
+    nvlinks: list[NvLink] | None = None
+    compute_mode: str | None = None
+
+
+@dataclass
+class ComputeInstance:
+    ci_id: int
+    profile_id: int | None = None
+    name: str | None = None  # e.g. 1c.3g.40gb, or 3g.40gb for a full CI
+    placement_start: int | None = None
+    placement_size: int | None = None
+
+
+@dataclass
+class GpuInstance:
+    gpu: int
+    gi_id: int
+    profile_id: int | None
+    name: str  # short profile name without the "MIG " prefix: 3g.40gb
+    placement_start: int | None = None
+    placement_size: int | None = None
+    compute_instances: list[ComputeInstance] | None = None
+
+
+@dataclass
+class MigProfile:
+    """One row of ``nvidia-smi mig -lgip`` (placements from ``-lgipp``)."""
+
+    gpu: int
+    name: str  # 1g.10gb, 1g.10gb+me
+    profile_id: int
+    instances_free: int | None = None
+    instances_total: int | None = None
+    memory_gib: float | None = None
+    p2p: bool | None = None
+    sm: int | None = None
+    dec: int | None = None
+    enc: int | None = None
+    ce: int | None = None
+    jpeg: int | None = None
+    ofa: int | None = None
+    placements: list[tuple[int, int]] | None = None  # (start, size) from -lgipp
+
+
+@dataclass
+class Topology:
+    """``nvidia-smi topo -m``: the connection matrix and affinities."""
+
+    devices: list[str]  # column order: GPU0.., NIC0..
+    matrix: dict[str, dict[str, str]]  # row -> column -> X, NV12, PIX, PXB, PHB, NODE, SYS
+    cpu_affinity: dict[str, str] = field(default_factory=dict)
+    numa_affinity: dict[str, str] = field(default_factory=dict)
+    nic_names: dict[str, str] = field(default_factory=dict)  # NIC0 -> mlx5_0 (legend)
+
+
+@dataclass
+class IbPort:
+    ca: str  # mlx5_0
+    port: int
+    state: str | None = None  # Active, Down, Initializing, Armed
+    physical_state: str | None = None  # LinkUp, Polling, Disabled, ...
+    rate_gbps: float | None = None
+    link_layer: str | None = None  # InfiniBand, Ethernet
+    ca_type: str | None = None  # MT4129
+    firmware: str | None = None
+    node_guid: str | None = None
+    port_guid: str | None = None
+    base_lid: int | None = None
+    sm_lid: int | None = None
+
+
+@dataclass
+class IbDevice:
+    """One ``hca_id`` block of ``ibv_devinfo``."""
+
+    hca_id: str
+    transport: str | None = None
+    fw_ver: str | None = None
+    node_guid: str | None = None
+    sys_image_guid: str | None = None
+    vendor_id: str | None = None
+    vendor_part_id: int | None = None
+    hw_ver: str | None = None
+    board_id: str | None = None
+    phys_port_cnt: int | None = None
+    ports: list[IbPort] = field(default_factory=list)
+
+
+@dataclass
+class KernelModule:
+    name: str
+    size: int | None = None
+    used_by_count: int | None = None
+    used_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Service:
+    name: str  # unit name as systemd gives it: nvidia-fabricmanager.service
+    load_state: str | None = None  # loaded, not-found
+    active_state: str | None = None  # active, inactive, failed
+    sub_state: str | None = None  # running, dead, failed
+    unit_file_state: str | None = None  # enabled, disabled
+    result: str | None = None  # success, exit-code
+    exec_main_status: int | None = None
+
+
+@dataclass
+class KernelEvent:
+    kind: str  # xid, sxid, fallen_off_bus, pcie_degraded
+    message: str
+    code: int | None = None  # Xid / SXid number
+    bus_id: str | None = None  # PCI address as printed
+    pid: str | None = None
+    process: str | None = None
+    timestamp: str | None = None
+    line: int | None = None  # 1-based line in the source
+
+
+@dataclass
+class NcclDevice:
+    rank: int
+    host: str | None = None
+    device: int | None = None
+    bus: str | None = None
+    name: str | None = None
+    pid: int | None = None
+
+
+@dataclass
+class NcclRow:
+    size_bytes: int
+    count: int | None = None
+    type: str | None = None
+    redop: str | None = None
+    root: int | None = None
+    oop_time_us: float | None = None
+    oop_algbw: float | None = None
+    oop_busbw: float | None = None
+    oop_wrong: int | None = None  # None where the column says N/A
+    ip_time_us: float | None = None
+    ip_algbw: float | None = None
+    ip_busbw: float | None = None
+    ip_wrong: int | None = None
+
+
+@dataclass
+class NcclDebug:
+    """What ``NCCL_DEBUG=INFO`` lines say about the network and the channels."""
+
+    nccl_version: str | None = None  # 2.18.3+cuda12.2
+    network: str | None = None  # IB, IBext_v8, Socket
+    ib_no_device: bool = False  # "NET/IB : No device found."
+    ib_devices: list[str] = field(default_factory=list)  # mlx5_0:1/IB ...
+    transports: list[str] = field(default_factory=list)  # distinct, e.g. P2P/IPC, P2P/CUMEM, NVLS, NET/IB/GDRDMA, NET/IB, NET/Socket, SHM
+    gdrdma: bool | None = None  # True when some NET/IB channel says GDRDMA
+    warnings: list[str] = field(default_factory=list)  # NCCL WARN lines
+
+
+@dataclass
+class NcclRun:
+    """One nccl-tests run (``all_reduce_perf`` and friends)."""
+
+    test: str | None = None  # all_reduce_perf when the command line or header shows it
+    tests_version: str | None = None  # nccl-tests version header (2.20+)
+    nthreads: int | None = None
+    ngpus: int | None = None  # -g
+    devices: list[NcclDevice] = field(default_factory=list)
+    rows: list[NcclRow] = field(default_factory=list)
+    out_of_bounds: int | None = None
+    avg_busbw: float | None = None
+    debug: NcclDebug = field(default_factory=NcclDebug)
+
+    @property
+    def nranks(self) -> int:
+        return len(self.devices)
+
+    def peak_busbw(self) -> float | None:
+        """busbw at the largest message size (the number to compare, see THRESHOLDS.md)."""
+        if not self.rows:
+            return None
+        last = max(self.rows, key=lambda r: r.size_bytes)
+        values = [v for v in (last.oop_busbw, last.ip_busbw) if v is not None]
+        return max(values) if values else None
+
+
+@dataclass
+class PerftestRow:
+    size_bytes: int
+    iterations: int | None = None
+    bw_peak: float | None = None
+    bw_average: float | None = None
+    msg_rate_mpps: float | None = None
+
+
+@dataclass
+class PerftestRun:
+    test: str | None = None  # RDMA_Write BW Test
+    device: str | None = None
+    link_type: str | None = None  # IB, Ethernet
+    unit: str | None = None  # Gb/sec or MB/sec
+    rows: list[PerftestRow] = field(default_factory=list)
+
+    def average_gbits(self) -> float | None:
+        """BW average at the largest message size, in Gb/s whatever the unit printed."""
+        if not self.rows:
+            return None
+        last = max(self.rows, key=lambda r: r.size_bytes)
+        if last.bw_average is None:
+            return None
+        if self.unit and self.unit.lower().startswith("mb"):
+            return last.bw_average * 8 / 1000
+        return last.bw_average
+
+
+@dataclass
+class DcgmTest:
+    category: str  # Deployment, Integration, Hardware, Stress
+    name: str
+    result: str  # Pass, Fail, Skip, Warn
+    details: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DcgmDiag:
+    version: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    tests: list[DcgmTest] = field(default_factory=list)
+
+
+@dataclass
+class DriverInfo:
+    version: str | None = None  # 535.129.03
+    cuda_version: str | None = None  # 12.2
+    kernel_module: str | None = None  # the /proc/driver/nvidia/version first line
+    kernel_module_version: str | None = None
+    open_kernel_module: bool | None = None
+    nvml_error: str | None = None  # e.g. "Driver/library version mismatch"
+
+
+@dataclass
+class NodeFacts:
+    host: str | None = None
+    driver: DriverInfo | None = None
+    gpus: list[Gpu] | None = None
+    mig_instances: list[GpuInstance] | None = None
+    mig_profiles: list[MigProfile] | None = None
+    topology: Topology | None = None
+    ib_ports: list[IbPort] | None = None
+    ib_devices: list[IbDevice] | None = None
+    modules: list[KernelModule] | None = None
+    services: list[Service] | None = None
+    kernel_events: list[KernelEvent] | None = None
+    nccl: NcclRun | None = None
+    ib_write_bw: PerftestRun | None = None
+    dcgm_diag: DcgmDiag | None = None
+    os_release: dict[str, str] | None = None
+    uname: str | None = None
+    # fact field -> why it could not be read (a broken source, not a missing one)
+    problems: dict[str, str] = field(default_factory=dict)
+    # fact field -> snapshot file it came from
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, lists, tuples and dicts to plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+T = TypeVar("T")
+
+
+def from_jsonable(cls: type[T], data: Any) -> T:
+    """The inverse of :func:`to_jsonable` for the dataclasses of this module."""
+    return typing.cast(T, _convert(cls, data))
+
+
+def _convert(tp: Any, data: Any) -> Any:
+    if data is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], data) if len(args) == 1 else data
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = typing.get_type_hints(tp)
+        kwargs = {
+            f.name: _convert(hints[f.name], data[f.name])
+            for f in dataclasses.fields(tp)
+            if f.name in data
+        }
+        return tp(**kwargs)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v) for v in data]
+    if origin is tuple:
+        return tuple(data)
+    if origin is dict:
+        _, val = typing.get_args(tp)
+        return {k: _convert(val, v) for k, v in data.items()}
+    return data

@@ -1,0 +1,76 @@
+"""Parsers: pure functions from a tool's raw text to (partial) node facts.
+
+Every parser module has ``parse(text: str) -> NodeFacts`` that sets only the fields its
+tool speaks about and raises :class:`assessor.errors.ParseError` (with the 1-based line)
+for what it cannot understand. Real captures are messy (tabs or spaces, truncation,
+unknown lines): tolerate what a real tool may print.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from assessor.errors import InputError, ParseError
+from assessor.facts import NodeFacts
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str  # what `gpulab parse KIND` takes
+    module: str  # assessor.parsers.<module>
+    function: str
+    file: str | None  # snapshot file name, when a snapshot holds this kind
+    command: str  # the command that produces it
+    fields: tuple[str, ...]  # NodeFacts fields it fills
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("nvml", "nvml_json", "parse", "nvml.json", "the NVML collector (pynvml)", ("driver", "gpus", "mig_instances")),
+        Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi-q.xml", "nvidia-smi -q -x", ("driver", "gpus")),
+        Kind("nvidia-smi-list", "nvidia_smi_list", "parse", "nvidia-smi-L.txt", "nvidia-smi -L", ("gpus",)),
+        Kind("nvidia-smi-topo", "nvidia_smi_topo", "parse", "nvidia-smi-topo.txt", "nvidia-smi topo -m", ("topology",)),
+        Kind("nvidia-smi-mig-lgi", "nvidia_smi_mig", "parse_lgi", "nvidia-smi-mig-lgi.txt", "nvidia-smi mig -lgi", ("mig_instances",)),
+        Kind("nvidia-smi-mig-lgip", "nvidia_smi_mig", "parse_lgip", None, "nvidia-smi mig -lgip", ("mig_profiles",)),
+        Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", None, "nvidia-smi mig -lgipp", ("mig_profiles",)),
+        Kind("ibstat", "ibstat", "parse", "ibstat.txt", "ibstat", ("ib_ports",)),
+        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices",)),
+        Kind("ib-write-bw", "perftest", "parse", "ib_write_bw.txt", "ib_write_bw (perftest, client side)", ("ib_write_bw",)),
+        Kind("lsmod", "lsmod", "parse", "lsmod.txt", "lsmod", ("modules",)),
+        Kind("dmesg", "dmesg", "parse", "dmesg.txt", "dmesg", ("kernel_events",)),
+        Kind("systemctl-show", "services", "parse", "services.txt", "systemctl show <NVIDIA services>", ("services",)),
+        Kind("nccl-tests", "nccl_tests", "parse", "nccl-tests.txt", "all_reduce_perf (nccl-tests)", ("nccl",)),
+        Kind("nccl-debug", "nccl_debug", "parse", None, "NCCL_DEBUG=INFO log lines", ("nccl",)),
+        Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi-diag.txt", "dcgmi diag -r N", ("dcgm_diag",)),
+        Kind("driver-version", "system", "parse_driver_version", "driver-version.txt", "cat /proc/driver/nvidia/version", ("driver",)),
+        Kind("os-release", "system", "parse_os_release", "os-release.txt", "cat /etc/os-release", ("os_release",)),
+        Kind("uname", "system", "parse_uname", "uname.txt", "uname -a", ("uname",)),
+    )
+}
+
+
+def kind(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(name, KINDS, n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise InputError(f"unknown kind {name!r}{hint} (kinds: {', '.join(KINDS)})") from None
+
+
+def parse(kind_name: str, text: str, *, source: str | None = None) -> NodeFacts:
+    """Parse ``text`` as ``kind_name``; ParseErrors name ``source`` when given."""
+    spec = kind(kind_name)
+    module = importlib.import_module(f"assessor.parsers.{spec.module}")
+    func = getattr(module, spec.function)
+    if "\x00" in text:
+        raise ParseError("binary data, not tool output", line=text[: text.index("\x00")].count("\n") + 1, source=source)
+    try:
+        facts: NodeFacts = func(text)
+    except ParseError as exc:
+        raise exc.with_source(source) if source else exc
+    return facts
