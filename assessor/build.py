@@ -1,0 +1,96 @@
+"""From a snapshot to node facts: parse every source, keep what failed as a problem.
+
+A broken source never ends the run: its fact fields get an entry in ``facts.problems``
+(so the checks that need them say ``error``) while every other source still counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from assessor.errors import ParseError
+from assessor.facts import DriverInfo, NodeFacts
+from assessor.snapshot import Snapshot, Source, known_files
+
+# When two files feed the same field, the first one that parses wins.
+PRIORITY = ("nvml.json", "nvidia-smi-q.xml", "nvidia-smi-L.txt")
+
+def nvml_failure(text: str) -> str | None:
+    """The driver-level failure nvidia-smi printed instead of its output, if that is what ``text`` is."""
+    from assessor.parsers._nvsmi import failure_message
+
+    if text.lstrip().startswith("<"):
+        return None
+    message = failure_message(text)
+    return message.splitlines()[0] if message else None
+
+
+def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
+    from assessor.parsers import KINDS, parse
+
+    facts = NodeFacts(host=snap.host)
+    kinds = known_files()
+    order = sorted(snap.sources, key=lambda f: PRIORITY.index(f) if f in PRIORITY else len(PRIORITY))
+    for name in order:
+        source = snap.sources[name]
+        spec = KINDS[kinds[name]]
+        problem = _capture_problem(source)
+        if source.text is not None and name.startswith("nvidia-smi"):
+            failure = nvml_failure(source.text)
+            if failure:
+                _merge_driver(facts, DriverInfo(nvml_error=failure))
+                problem = f"{name}: nvidia-smi failed: {failure}"
+        if problem is None and source.text is not None:
+            try:
+                partial = parse(spec.name, source.text, source=name)
+            except ParseError as exc:
+                problem = str(exc)
+            else:
+                _merge(facts, partial, name)
+                continue
+        if problem is not None:
+            for field_name in spec.fields:
+                if getattr(facts, field_name) is None and field_name != "driver":
+                    facts.problems.setdefault(field_name, problem)
+    # A field a later source filled is no longer a problem.
+    for field_name in list(facts.problems):
+        if getattr(facts, field_name) is not None:
+            del facts.problems[field_name]
+    return facts
+
+
+def _capture_problem(source: Source) -> str | None:
+    """Why a source cannot be used, or None. A missing tool is a gap (skip), not a problem."""
+    if source.status == "missing":
+        return None
+    if source.status == "unreadable":
+        return source.message or f"{source.file}: cannot read"
+    if source.status == "timeout" or (source.status == "failed" and not (source.text or "").strip()):
+        detail = source.message or source.stderr or f"exit code {source.exit_code}"
+        return f"{source.file}: capture {source.status}: {detail}".strip()
+    if source.text is not None and not source.text.strip():
+        return f"{source.file}: empty output" + (f" (exit code {source.exit_code})" if source.exit_code else "")
+    return None
+
+
+def _merge(facts: NodeFacts, partial: NodeFacts, source: str) -> None:
+    for f in fields(NodeFacts):
+        if f.name in ("host", "problems", "sources"):
+            continue
+        value = getattr(partial, f.name)
+        if value is None:
+            continue
+        if f.name == "driver":
+            _merge_driver(facts, value)
+            facts.sources.setdefault("driver", source)
+        elif getattr(facts, f.name) is None:
+            setattr(facts, f.name, value)
+            facts.sources[f.name] = source
+
+
+def _merge_driver(facts: NodeFacts, extra: DriverInfo) -> None:
+    if facts.driver is None:
+        facts.driver = DriverInfo()
+    for f in fields(DriverInfo):
+        if getattr(facts.driver, f.name) is None and getattr(extra, f.name) is not None:
+            setattr(facts.driver, f.name, getattr(extra, f.name))

@@ -1,0 +1,180 @@
+"""Capture: run the snapshot's tools on a target and keep their raw output.
+
+The command list is fixed data; how a command runs (a local subprocess, the simulator,
+an SSH channel) is a :class:`Runner`. A missing tool is recorded as missing, never as a
+failure of the whole capture.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from assessor.snapshot import Snapshot, Source
+
+DEFAULT_TIMEOUT_S = 30.0
+
+SERVICES = (
+    "nvidia-persistenced.service",
+    "nvidia-fabricmanager.service",
+    "nvidia-dcgm.service",
+    "openibd.service",
+    "opensm.service",
+)
+SERVICE_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"
+
+
+@dataclass(frozen=True)
+class Command:
+    file: str
+    argvs: tuple[tuple[str, ...], ...]  # alternatives, tried in order while the tool is missing or refuses
+
+    @property
+    def shell(self) -> str:
+        return " || ".join(shlex.join(a) for a in self.argvs)
+
+
+def _cmd(file: str, *argvs: Sequence[str]) -> Command:
+    return Command(file, tuple(tuple(a) for a in argvs))
+
+
+COMMANDS: tuple[Command, ...] = (
+    _cmd("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"]),
+    _cmd("nvidia-smi-L.txt", ["nvidia-smi", "-L"]),
+    _cmd("nvidia-smi-topo.txt", ["nvidia-smi", "topo", "-m"]),
+    _cmd("nvidia-smi-mig-lgi.txt", ["nvidia-smi", "mig", "-lgi"]),
+    _cmd("ibstat.txt", ["ibstat"]),
+    _cmd("ibv_devinfo.txt", ["ibv_devinfo"]),
+    _cmd("lsmod.txt", ["lsmod"]),
+    _cmd("dmesg.txt", ["dmesg"], ["journalctl", "-k", "--no-pager", "-q"]),
+    _cmd("services.txt", ["systemctl", "show", "-p", SERVICE_PROPERTIES, *SERVICES]),
+    _cmd("driver-version.txt", ["cat", "/proc/driver/nvidia/version"]),
+    _cmd("os-release.txt", ["cat", "/etc/os-release"]),
+    _cmd("uname.txt", ["uname", "-a"]),
+)
+
+# Active tests take minutes and load the node: only on request (`capture --with nccl,dcgm`).
+ACTIVE: dict[str, Command] = {
+    "nccl": _cmd("nccl-tests.txt", ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", "8"]),
+    "dcgm": _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", "1"]),
+}
+
+
+@dataclass
+class Outcome:
+    """What running one argv gave."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    missing: bool = False  # the tool is not installed
+    timed_out: bool = False
+
+
+class Runner(Protocol):
+    def __call__(self, argv: Sequence[str], timeout: float) -> Outcome: ...
+
+
+def run_local(argv: Sequence[str], timeout: float) -> Outcome:
+    """Run a command on this host."""
+    import subprocess
+
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return Outcome(None, "", f"{argv[0]}: command not found", time.monotonic() - start, missing=True)
+    except PermissionError as exc:
+        return Outcome(None, "", f"{argv[0]}: {exc.strerror}", time.monotonic() - start, missing=True)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else ""
+        return Outcome(None, out, f"timed out after {timeout:g} s", time.monotonic() - start, timed_out=True)
+    return Outcome(
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
+        time.monotonic() - start,
+    )
+
+
+def source_from(command: Command, runner: Runner, timeout: float) -> Source:
+    """Run a command (trying its alternatives) and describe the result as a snapshot source."""
+    outcome = Outcome(None, "", "", 0.0, missing=True)
+    used = command.argvs[0]
+    for argv in command.argvs:
+        used = argv
+        outcome = runner(argv, timeout)
+        refused = outcome.exit_code not in (0, None) and not outcome.stdout.strip()
+        if not (outcome.missing or refused):
+            break
+    src = Source(
+        command.file,
+        command=shlex.join(used),
+        exit_code=outcome.exit_code,
+        duration_s=round(outcome.duration_s, 4),
+        stderr=_excerpt(outcome.stderr),
+    )
+    if outcome.missing:
+        src.status, src.message = "missing", f"{used[0]} is not installed on the target"
+    elif outcome.timed_out:
+        src.status, src.message = "timeout", f"{shlex.join(used)} timed out after {timeout:g} s"
+        src.text = outcome.stdout or None
+    else:
+        src.text = outcome.stdout
+        if outcome.exit_code != 0:
+            src.status = "failed"
+            src.message = f"{shlex.join(used)} exited {outcome.exit_code}"
+            if not outcome.stdout.strip():
+                # a "not found" from the shell or a missing file is a gap, not a broken node
+                if outcome.exit_code == 127 or "No such file" in outcome.stderr:
+                    src.status, src.text = "missing", None
+    return src
+
+
+def _excerpt(text: str, limit: int = 2000) -> str | None:
+    text = text.strip()
+    if not text:
+        return None
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+def capture(
+    runner: Runner,
+    *,
+    host: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    active: Sequence[str] = (),
+    nvml_json: Callable[[], str] | None = None,
+) -> Snapshot:
+    """Capture every snapshot source through ``runner``; ``nvml_json`` adds the NVML collector."""
+    snap = Snapshot(host=host)
+    commands = list(COMMANDS) + [ACTIVE[name] for name in active]
+    for command in commands:
+        snap.sources[command.file] = source_from(command, runner, timeout)
+    if nvml_json is not None:
+        snap.sources["nvml.json"] = nvml_source(nvml_json)
+    if snap.host is None:
+        uname = snap.sources.get("uname.txt")
+        if uname is not None and uname.text:
+            parts = uname.text.split()
+            snap.host = parts[1] if len(parts) > 1 else None
+    return snap
+
+
+def nvml_source(produce: Callable[[], str]) -> Source:
+    """Run the NVML collector; no driver is a gap recorded with the reason."""
+    from assessor.errors import GpulabError
+
+    start = time.monotonic()
+    try:
+        text = produce()
+    except GpulabError as exc:
+        status = "missing" if "not found" in str(exc) else "failed"
+        return Source("nvml.json", None, status, command="NVML collector (pynvml)", message=str(exc),
+                      duration_s=round(time.monotonic() - start, 4))
+    return Source("nvml.json", text, "ok", exit_code=0, command="NVML collector (pynvml)",
+                  duration_s=round(time.monotonic() - start, 4))

@@ -1,0 +1,193 @@
+"""NVSwitch fabric and NVIDIA service checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assessor.checks import references as ref
+from assessor.checks.base import Param, check, need, result
+from assessor.checks.common import gpu_label, join_limited, need_gpus
+from assessor.facts import NodeFacts, Service
+from assessor.results import Result
+
+FABRIC_MANAGER = "nvidia-fabricmanager"
+PERSISTENCED = "nvidia-persistenced"
+
+FM_HINT = (
+    "systemctl enable --now nvidia-fabricmanager (its version must equal the driver's exactly); read "
+    "/var/log/fabricmanager.log; a GPU stuck 'In Progress' needs the fabric manager restarted or a reboot"
+)
+
+
+def find_service(services: list[Service], name: str) -> Service | None:
+    """The unit called ``name`` or ``name.service``."""
+    wanted = {name, name if name.endswith(".service") else f"{name}.service"}
+    return next((s for s in services if s.name in wanted), None)
+
+
+def service_problem(service: Service | None, name: str) -> str | None:
+    """Why a unit is not running (None when it is active)."""
+    if service is None:
+        return f"{name} was not captured"
+    if (service.load_state or "").lower() == "not-found":
+        return f"{name} is not installed"
+    if service.active_state == "active":
+        return None
+    state = service.active_state or "in an unknown state"
+    detail = ", ".join(x for x in (service.sub_state, service.result) if x and x != state)
+    return f"{name} is {state}" + (f" ({detail})" if detail else "")
+
+
+@check(
+    "fabric.state",
+    title="NVSwitch fabric",
+    facts=("gpus", "services"),
+    doc=(
+        "On NVSwitch systems (HGX/DGX A100, H100, H200 with 8 SXM GPUs) verifies that every GPU's fabric "
+        "registration is Completed with status Success and that nvidia-fabricmanager is active. Without the "
+        "fabric manager, CUDA fails on those boards with 'system not yet initialized'. PCIe systems have no "
+        "NVSwitch (the fabric manager exits NV_WARN_NOTHING_TO_DO there), so the check skips."
+    ),
+    remedy=(
+        "Install the nvidia-fabricmanager package of exactly the driver's version, "
+        "`systemctl enable --now nvidia-fabricmanager`, and read /var/log/fabricmanager.log."
+    ),
+)
+def fabric_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    gpus = need_gpus(facts)
+    if not ref.is_nvswitch_system(gpus):
+        names = sorted({g.name or "unknown GPU" for g in gpus})
+        return result(
+            "fabric.state",
+            "skip",
+            f"no NVSwitch fabric on this system ({len(gpus)}x {', '.join(names)}): the fabric manager is not "
+            "needed (it exits NV_WARN_NOTHING_TO_DO on PCIe systems)",
+            hint="nothing to do on a PCIe system; disable nvidia-fabricmanager there if it is failing",
+        )
+    fails: list[str] = []
+    unknown: list[str] = []
+    observed: dict[str, Any] = {}
+    for g in gpus:
+        if g.fabric_state is None or (g.fabric_state == "Completed" and g.fabric_status is None):
+            unknown.append(gpu_label(g))
+            continue
+        status = g.fabric_status or "unknown status"
+        if g.fabric_state != "Completed" or (g.fabric_status or "") != "Success":
+            fails.append(f"{gpu_label(g)} fabric {g.fabric_state}, {status}")
+            observed[str(g.index)] = f"{g.fabric_state}, {status}"
+    service_note = None
+    if facts.services is not None:
+        problem = service_problem(find_service(facts.services, FABRIC_MANAGER), FABRIC_MANAGER)
+        observed["nvidia-fabricmanager"] = "active" if problem is None else problem
+        if problem is not None:
+            fails.insert(0, problem)
+        service_note = "nvidia-fabricmanager active" if problem is None else None
+    expected = {"fabric": "Completed, Success", "nvidia-fabricmanager": "active"}
+    checked = len(gpus) - len(unknown)
+    note = f"fabric state unknown for {', '.join(unknown)}" if unknown else ""
+    if fails:
+        message = join_limited(fails) + (f" ({note})" if note else "")
+        return result("fabric.state", "fail", message, observed=observed, expected=expected, hint=FM_HINT)
+    if checked == 0 and service_note is None:
+        return result(
+            "fabric.state",
+            "skip",
+            "fabric state unknown: no GPU reports it and services were not captured",
+            hint="capture nvidia-smi -q -x (driver >= 530 reports Fabric State) and services.txt",
+        )
+    if checked == 0:
+        # Older drivers (before 530) print no fabric section; the running service is the evidence left.
+        return result(
+            "fabric.state",
+            "pass",
+            "nvidia-fabricmanager active (this driver reports no GPU fabric state)",
+            observed=observed,
+            expected=expected,
+        )
+    if unknown:
+        return result(
+            "fabric.state",
+            "warn",
+            note,
+            observed=observed,
+            expected=expected,
+            hint="recapture nvidia-smi -q -x so every GPU reports its fabric state",
+        )
+    parts = [f"fabric Completed/Success on {checked} GPUs"] + ([service_note] if service_note else [])
+    return result("fabric.state", "pass", ", ".join(parts), observed=observed or None, expected=expected)
+
+
+@check(
+    "services.active",
+    title="NVIDIA services active",
+    facts=("services", "gpus"),
+    params=(
+        Param(
+            "names",
+            "list",
+            ref.AUTO,
+            "systemd units that must be active ('auto': nvidia-persistenced, plus nvidia-fabricmanager on "
+            "NVSwitch systems)",
+        ),
+    ),
+    doc=(
+        "Verifies that the NVIDIA daemons a node needs are active: nvidia-persistenced everywhere, "
+        "nvidia-fabricmanager on NVSwitch systems, and any others a profile names (e.g. nvidia-dcgm)."
+    ),
+    remedy="`systemctl enable --now <unit>`; if it fails, `journalctl -u <unit>` says why; install missing units.",
+)
+def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    services: list[Service] = need(facts, "services")
+    names = params.get("names", ref.AUTO)
+    note = ""
+    if names in (None, ref.AUTO):
+        names = [PERSISTENCED]
+        if facts.gpus is None:
+            note = " (GPUs unknown: fabric manager not required)"
+        elif ref.is_nvswitch_system(facts.gpus):
+            names.append(FABRIC_MANAGER)
+    fails, unknown = [], []
+    observed: dict[str, str] = {}
+    for name in names:
+        service = find_service(services, str(name))
+        problem = service_problem(service, str(name))
+        if service is None:
+            unknown.append(str(name))
+            observed[str(name)] = "not captured"
+        elif problem:
+            fails.append(problem)
+            observed[str(name)] = service.active_state or "unknown"
+        else:
+            observed[str(name)] = "active"
+    expected = {str(n): "active" for n in names}
+    if fails:
+        message = join_limited(fails) + (f" ({', '.join(unknown)} not captured)" if unknown else "")
+        return result(
+            "services.active",
+            "fail",
+            message + note,
+            observed=observed,
+            expected=expected,
+            hint="systemctl enable --now <unit>; journalctl -u <unit> says why it stopped; "
+            "install the package of a unit that is not installed",
+        )
+    if unknown and len(unknown) == len(names):
+        return result(
+            "services.active",
+            "skip",
+            f"{', '.join(unknown)} not in the captured services",
+            expected=expected,
+            hint="capture systemctl show for these units (services.txt)",
+        )
+    if unknown:
+        return result(
+            "services.active",
+            "warn",
+            f"{', '.join(unknown)} not in the captured services{note}",
+            observed=observed,
+            expected=expected,
+            hint="capture systemctl show for these units (services.txt)",
+        )
+    return result(
+        "services.active", "pass", f"{', '.join(map(str, names))} active{note}", observed=observed, expected=expected
+    )

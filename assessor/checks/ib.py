@@ -1,0 +1,365 @@
+"""InfiniBand checks: port state, rate and link layer, GPUDirect RDMA, measured bandwidth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assessor.checks import references as ref
+from assessor.checks.base import MissingFacts, Param, check, need, result
+from assessor.checks.common import join_limited
+from assessor.facts import IbPort, NodeFacts, PerftestRun
+from assessor.results import Result
+
+SM_HINT = "no subnet manager: start opensm or check the fabric's SM (the link is up but nobody configured it)"
+DOWN_HINT = "check the cable and transceiver, the switch port, and `mlxlink -d <ca>`; Polling means no link partner"
+
+
+def port_name(port: IbPort) -> str:
+    return f"{port.ca} port {port.port}"
+
+
+def select_ports(ports: list[IbPort], wanted: list[str] | None) -> tuple[list[tuple[IbPort, bool]], list[str]]:
+    """Ports named by ``wanted`` (``mlx5_0`` or ``mlx5_0/1``), each with whether it was named explicitly.
+
+    With ``wanted`` None every port is selected, none explicitly. Returns the selection and the
+    names that matched no port.
+    """
+    if not wanted:
+        return [(p, False) for p in ports], []
+    chosen: list[tuple[IbPort, bool]] = []
+    missing: list[str] = []
+    for name in wanted:
+        ca, _, num = str(name).partition("/")
+        hits = [p for p in ports if p.ca == ca and (not num or str(p.port) == num)]
+        if not hits:
+            missing.append(str(name))
+        chosen.extend((p, True) for p in hits if all(p is not c for c, _ in chosen))
+    return chosen, missing
+
+
+def _layer_matches(port: IbPort, layer: str | None) -> bool:
+    return layer is None or (port.link_layer or "").lower() == layer.lower()
+
+
+def _auto_reference(facts: NodeFacts, table: dict[str, float], param: str) -> float:
+    """The reference for this node's GPU family; MissingFacts (skip) when there is none."""
+    try:
+        gpus = need(facts, "gpus")
+    except MissingFacts as exc:
+        raise MissingFacts(f"{param} is auto but the GPU model is unknown ({exc}); set {param}") from exc
+    family = ref.node_family(gpus)
+    if family is None or family not in table:
+        names = sorted({g.name or "unknown" for g in gpus})
+        raise MissingFacts(f"no reference {param} for {', '.join(names) or 'no GPUs'}: set {param} in the profile")
+    return table[family]
+
+
+@check(
+    "ib.ports_active",
+    title="InfiniBand ports active",
+    facts=("ib_ports",),
+    params=(
+        Param("ports", "list", None, "CA names or ca/port to check, e.g. [mlx5_0, mlx5_3/1] (None: all)"),
+        Param("link_layer", "str", None, "only ports of this link layer, InfiniBand or Ethernet (None: any)"),
+        Param("min_ports", "int", None, "at least this many ports must be Active"),
+    ),
+    doc=(
+        "Verifies that every HCA port is Active with physical state LinkUp. Ports administratively Disabled "
+        "are ignored unless named in `ports`. `Initializing` with `LinkUp` means the cable is fine but no "
+        "subnet manager configured the port; `Down`/`Polling` means there is no link at all."
+    ),
+    remedy=(
+        "Down/Polling: check the cable, transceiver and switch port (`mlxlink -d <ca>`). Initializing: start "
+        "a subnet manager (opensm) or fix the fabric's SM. Then rerun ibstat."
+    ),
+)
+def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    ports: list[IbPort] = need(facts, "ib_ports")
+    chosen, missing = select_ports(ports, params.get("ports"))
+    layer = params.get("link_layer")
+    min_ports = params.get("min_ports")
+    fails = [f"{name} not found" for name in missing]
+    hints: list[str] = ["check the ports parameter against ibstat -l"] if missing else []
+    unknown: list[str] = []
+    active = 0
+    considered = 0
+    observed: dict[str, str] = {}
+    for port, explicit in chosen:
+        if not _layer_matches(port, layer):
+            continue
+        if (port.physical_state or "").lower() == "disabled" and not explicit:
+            continue  # administratively off: not a fault unless the profile names the port
+        considered += 1
+        if port.state is None:
+            unknown.append(port_name(port))
+            continue
+        if port.state.lower() == "active":
+            active += 1
+            continue
+        phys = port.physical_state or "unknown physical state"
+        observed[f"{port.ca}/{port.port}"] = f"{port.state} ({phys})"
+        fails.append(f"{port_name(port)} is {port.state} ({phys})")
+        if port.state.lower() in ("initializing", "init", "armed") and phys.lower() == "linkup":
+            hints.append(SM_HINT)
+        else:
+            hints.append(DOWN_HINT)
+    expected: dict[str, Any] = {"state": "Active"}
+    if min_ports is not None:
+        expected["min_ports"] = int(min_ports)
+        if active < int(min_ports):
+            fails.append(f"{active} Active ports, expected at least {min_ports}")
+            hints.append(DOWN_HINT)
+    if considered == 0 and not fails:
+        what = f"{layer} ports" if layer else "InfiniBand ports"
+        return result(
+            "ib.ports_active",
+            "fail",
+            f"no {what} found ({len(ports)} ports in all)",
+            observed={"ports": len(ports)},
+            expected=expected,
+            hint="check that the HCA driver (mlx5_core, ib_core) is loaded and ibstat lists the CAs",
+        )
+    observed_out: dict[str, Any] = {"active": active, "considered": considered, **observed}
+    if fails:
+        return result(
+            "ib.ports_active",
+            "fail",
+            join_limited(fails),
+            observed=observed_out,
+            expected=expected,
+            hint="; ".join(dict.fromkeys(hints)),
+        )
+    if unknown:
+        return result(
+            "ib.ports_active",
+            "warn",
+            f"state unknown for {', '.join(unknown)}",
+            observed=observed_out,
+            expected=expected,
+            hint="recapture ibstat",
+        )
+    return result("ib.ports_active", "pass", f"{active} ports Active", observed=observed_out, expected=expected)
+
+
+@check(
+    "ib.rate",
+    title="InfiniBand port rate",
+    facts=("ib_ports", "gpus"),
+    params=(
+        Param(
+            "min_gbps",
+            "float",
+            ref.AUTO,
+            "lowest acceptable port rate in Gb/s ('auto': 400 NDR on H100/H200 nodes, 200 HDR on A100)",
+        ),
+        Param("link_layer", "str", "InfiniBand", "link layer of the ports to check (Ethernet for RoCE)"),
+    ),
+    doc=(
+        "Verifies that every Active port of the compute fabric links at full rate. A port that trained at a "
+        "lower rate (a bad cable or transceiver, a mismatched switch) is Active yet slows every collective "
+        "that crosses it."
+    ),
+    remedy="Replace the cable or transceiver of the slow port; check the switch port's speed settings (`mlxlink`).",
+)
+def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    ports: list[IbPort] = need(facts, "ib_ports")
+    layer = params.get("link_layer") or None
+    min_gbps = params.get("min_gbps", ref.AUTO)
+    minimum = _auto_reference(facts, ref.IB_RATE_GBPS, "min_gbps") if min_gbps in (None, ref.AUTO) else float(min_gbps)
+    active = [p for p in ports if _layer_matches(p, layer) and (p.state or "").lower() == "active"]
+    if not active:
+        return result(
+            "ib.rate",
+            "skip",
+            f"no Active {layer + ' ' if layer else ''}ports to measure",
+            expected=f">= {minimum:g} Gb/s",
+            hint="see ib.ports_active; for RoCE set link_layer: Ethernet",
+        )
+    slow = [p for p in active if p.rate_gbps is not None and p.rate_gbps < minimum]
+    unknown = [port_name(p) for p in active if p.rate_gbps is None]
+    observed = {f"{p.ca}/{p.port}": p.rate_gbps for p in active}
+    expected = f">= {minimum:g} Gb/s"
+    if slow:
+        message = join_limited([f"{port_name(p)} at {p.rate_gbps:g} Gb/s" for p in slow])
+        return result(
+            "ib.rate",
+            "fail",
+            f"{message} (expected >= {minimum:g})",
+            observed=observed,
+            expected=expected,
+            hint="replace the slow port's cable or transceiver; check the switch port (mlxlink -d <ca>)",
+        )
+    if len(unknown) == len(active):
+        return result(
+            "ib.rate", "skip", f"rate unknown for {', '.join(unknown)}", expected=expected, hint="recapture ibstat"
+        )
+    if unknown:
+        return result(
+            "ib.rate",
+            "warn",
+            f"rate unknown for {', '.join(unknown)}",
+            observed=observed,
+            expected=expected,
+            hint="recapture ibstat",
+        )
+    return result(
+        "ib.rate", "pass", f"{len(active)} Active ports at >= {minimum:g} Gb/s", observed=observed, expected=expected
+    )
+
+
+@check(
+    "ib.link_layer",
+    title="HCA link layer",
+    facts=("ib_ports",),
+    params=(
+        Param("expected", "str", "InfiniBand", "link layer every selected port must have (InfiniBand or Ethernet)"),
+        Param("ports", "list", None, "CA names or ca/port to check (None: all), to leave out a front-end NIC"),
+    ),
+    doc=(
+        "Verifies that the compute ports run the expected link layer. A ConnectX port set to Ethernet on an "
+        "InfiniBand fabric (or the reverse) never comes up on the fabric; mlxconfig LINK_TYPE decides it."
+    ),
+    remedy="`mlxconfig -d <device> set LINK_TYPE_P1=1` (1 = InfiniBand, 2 = Ethernet), then reboot or reset the HCA.",
+)
+def ib_link_layer(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    ports: list[IbPort] = need(facts, "ib_ports")
+    expected = str(params.get("expected") or "InfiniBand")
+    chosen, missing = select_ports(ports, params.get("ports"))
+    wrong = [p for p, _ in chosen if p.link_layer is not None and p.link_layer.lower() != expected.lower()]
+    unknown = [port_name(p) for p, _ in chosen if p.link_layer is None]
+    observed = {f"{p.ca}/{p.port}": p.link_layer for p, _ in chosen}
+    fails = [f"{name} not found" for name in missing] + [f"{port_name(p)} is {p.link_layer}" for p in wrong]
+    if fails:
+        return result(
+            "ib.link_layer",
+            "fail",
+            join_limited(fails),
+            observed=observed,
+            expected=expected,
+            hint=f"set the port type with mlxconfig -d <device> set LINK_TYPE_P1="
+            f"{1 if expected.lower() == 'infiniband' else 2}, then reboot; or leave the port out with "
+            "the ports parameter if it is a front-end NIC",
+        )
+    if not chosen or len(unknown) == len(chosen):
+        return result(
+            "ib.link_layer",
+            "skip",
+            "no port reports its link layer" if chosen else "no ports",
+            expected=expected,
+            hint="recapture ibstat",
+        )
+    if unknown:
+        return result(
+            "ib.link_layer",
+            "warn",
+            f"link layer unknown for {', '.join(unknown)}",
+            observed=observed,
+            expected=expected,
+            hint="recapture ibstat",
+        )
+    return result("ib.link_layer", "pass", f"{len(chosen)} ports are {expected}", observed=observed, expected=expected)
+
+
+PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
+
+
+@check(
+    "ib.peermem",
+    title="GPUDirect RDMA module",
+    facts=("modules",),
+    doc=(
+        "Verifies that the kernel module letting the HCA read and write GPU memory directly is loaded "
+        "(nvidia_peermem, shipped with the driver since R470; legacy nv_peer_mem). Without it NCCL moves "
+        "inter-node traffic through host memory and loses much of its bandwidth (no GDRDMA in NCCL's logs)."
+    ),
+    remedy=(
+        "`modprobe nvidia_peermem` (after the MLNX_OFED/inbox RDMA stack is loaded) and persist it in "
+        "/etc/modules-load.d/."
+    ),
+)
+def ib_peermem(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    modules = need(facts, "modules")
+    loaded = [m.name for m in modules if m.name in PEERMEM_MODULES]
+    if loaded:
+        return result("ib.peermem", "pass", f"{loaded[0]} loaded", observed=loaded[0], expected="nvidia_peermem")
+    return result(
+        "ib.peermem",
+        "fail",
+        "neither nvidia_peermem nor nv_peer_mem is loaded",
+        observed=None,
+        expected="nvidia_peermem",
+        hint="modprobe nvidia_peermem (load the RDMA stack first) and add it to /etc/modules-load.d/",
+    )
+
+
+@check(
+    "ib.write_bw",
+    title="RDMA write bandwidth",
+    facts=("ib_write_bw", "gpus"),
+    params=(
+        Param(
+            "min_gbps",
+            "float",
+            ref.AUTO,
+            "lowest acceptable BW average in Gb/s ('auto': A100 180, H100 380, H200 360; GPUDirect, 8 MB)",
+        ),
+    ),
+    doc=(
+        "Compares the BW average of a perftest ib_write_bw run at its largest message size with the port's "
+        "reference (MB/sec output is converted to Gb/s). It measures one HCA and its path to a peer node, "
+        "catching slow cables, PCIe downshifts and missing GPUDirect."
+    ),
+    remedy=(
+        "Check the port's rate (ib.rate), the HCA's PCIe link, and GPUDirect (ib.peermem); rerun with "
+        "--report_gbits and 8 MB messages (-s 8388608) against a known-good peer."
+    ),
+)
+def ib_write_bw(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    run: PerftestRun = need(facts, "ib_write_bw")
+    if not run.rows:
+        return result(
+            "ib.write_bw",
+            "error",
+            "ib_write_bw printed no results (did the server side run?)",
+            hint="start ib_write_bw on the peer first, then the client; capture the client side",
+        )
+    average = run.average_gbits()
+    if average is None:
+        return result(
+            "ib.write_bw",
+            "error",
+            "ib_write_bw printed no BW average at its largest size",
+            hint="recapture the client-side output of ib_write_bw --report_gbits",
+        )
+    min_gbps = params.get("min_gbps", ref.AUTO)
+    minimum = (
+        _auto_reference(facts, ref.IB_WRITE_BW_GBITS, "min_gbps") if min_gbps in (None, ref.AUTO) else float(min_gbps)
+    )
+    largest = max(r.size_bytes for r in run.rows)
+    device = f" on {run.device}" if run.device else ""
+    observed = {"gbits": round(average, 2), "size_bytes": largest}
+    expected = f">= {minimum:g} Gb/s"
+    if average >= minimum:
+        return result(
+            "ib.write_bw", "pass", f"{average:.2f} Gb/s{device} at {largest} B", observed=observed, expected=expected
+        )
+    message = f"{average:.2f} Gb/s{device} at {largest} B, expected >= {minimum:g}"
+    if largest < 1 << 20:
+        # Small messages cannot reach line rate: this run says nothing about the link.
+        return result(
+            "ib.write_bw",
+            "warn",
+            message + " (largest message too small to measure bandwidth)",
+            observed=observed,
+            expected=expected,
+            hint="rerun with -s 8388608 (8 MB) or -a --report_gbits",
+        )
+    return result(
+        "ib.write_bw",
+        "fail",
+        message,
+        observed=observed,
+        expected=expected,
+        hint="check ib.rate, the HCA's PCIe link (lspci -vv LnkSta) and ib.peermem; rerun against a "
+        "known-good peer to tell which side is slow",
+    )

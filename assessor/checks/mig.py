@@ -1,0 +1,191 @@
+"""MIG checks: the mode on each GPU, and the GPU-instance layout."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from assessor.checks.base import Param, check, need, result
+from assessor.checks.common import gpu_label, join_limited, labels, need_gpus
+from assessor.facts import GpuInstance, NodeFacts
+from assessor.results import Result
+
+RESET_HINT = "reset the GPU (nvidia-smi -i N -r) or reboot so the pending MIG mode takes effect"
+
+
+@check(
+    "mig.mode",
+    title="MIG mode",
+    facts=("gpus",),
+    params=(
+        Param("expected", "bool", True, "MIG mode the GPUs must be in"),
+        Param("gpus", "list", None, "GPU indices to check (None: every GPU)"),
+    ),
+    doc=(
+        "Verifies that MIG mode is on (or off) on the chosen GPUs and that no mode change is pending. On "
+        "Ampere the new mode stays pending until the GPU is reset, and a GPU without MIG support (V100, L40S, "
+        "consumer parts) can never be enabled."
+    ),
+    remedy=(
+        "`nvidia-smi -i N -mig 1` (as root, with no process on the GPU), then reset it (`nvidia-smi -i N -r`) "
+        "or reboot if the mode shows as pending."
+    ),
+)
+def mig_mode(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    gpus = need_gpus(facts)
+    expected = bool(params.get("expected", True))
+    wanted = params.get("gpus")
+    by_index = {g.index: g for g in gpus}
+    chosen = sorted(by_index) if wanted is None else [int(i) for i in wanted]
+    word = "enabled" if expected else "disabled"
+    fails: list[str] = []
+    hints: list[str] = []
+    observed: dict[str, Any] = {}
+    unsupported: dict[str, list[str]] = {}  # model -> GPUs, so an 8-GPU V100 box gives one line
+    for index in chosen:
+        g = by_index.get(index)
+        if g is None:
+            fails.append(f"GPU {index} not found")
+            hints.append("check the gpus parameter against nvidia-smi -L")
+            continue
+        current, pending = g.mig_mode_current, g.mig_mode_pending
+        observed[str(index)] = {"current": current, "pending": pending}
+        if current is None:
+            if expected:
+                unsupported.setdefault(g.name or "unknown model", []).append(gpu_label(g))
+            continue
+        if pending is not None and pending != current:
+            state = "enable" if pending else "disable"
+            fails.append(f"{gpu_label(g)}: MIG {state} pending")
+            hints.append(RESET_HINT)
+            continue
+        if current != expected:
+            fails.append(f"{gpu_label(g)}: MIG {'enabled' if current else 'disabled'}, expected {word}")
+            hints.append(f"nvidia-smi -i {index} -mig {int(expected)} (as root, GPU idle), then reset if pending")
+    for model, gpu_labels in unsupported.items():
+        fails.insert(0, f"MIG not supported on {model}: {labels(gpu_labels)}")
+        hints.insert(0, "MIG needs an A100, A30, H100, H200 or newer data-centre GPU")
+    if fails:
+        return result(
+            "mig.mode",
+            "fail",
+            join_limited(fails),
+            observed=observed,
+            expected=word,
+            hint="; ".join(dict.fromkeys(hints)),
+        )
+    return result(
+        "mig.mode", "pass", f"MIG {word} on GPU {', '.join(map(str, chosen))}", observed=observed, expected=word
+    )
+
+
+def profile_name(name: str) -> str:
+    """``MIG 3g.40gb`` -> ``3g.40gb`` (the form nvidia-smi -lgi prints and profiles use)."""
+    name = name.strip()
+    if name.upper().startswith("MIG "):
+        name = name[4:]
+    return name.strip().lower()
+
+
+def _slices(name: str) -> int:
+    match = re.match(r"(\d+)g", name)
+    return int(match.group(1)) if match else 0
+
+
+def _describe(counts: Counter[str]) -> str:
+    if not counts:
+        return "no GPU instances"
+    ordered = sorted(counts.items(), key=lambda kv: (-_slices(kv[0]), kv[0]))
+    return " + ".join(name if n == 1 else f"{name} x{n}" for name, n in ordered)
+
+
+def _create_command(index: int, names: list[str]) -> str:
+    # Larger instances first: auto-placement fails on some orders (-cgi 19,19,14,9 does, 9,19,14,19 does not).
+    ordered = sorted(names, key=lambda n: -_slices(n))
+    return (
+        f"nvidia-smi mig -i {index} -dci && nvidia-smi mig -i {index} -dgi && "
+        f"nvidia-smi mig -i {index} -cgi {','.join(ordered)} -C"
+    )
+
+
+@check(
+    "mig.layout",
+    title="MIG instance layout",
+    facts=("mig_instances", "gpus"),
+    params=(
+        Param(
+            "layout",
+            "list",
+            None,
+            "GPU instance profiles every MIG GPU must hold, e.g. [3g.40gb, 3g.40gb, 1g.10gb]; or a dict "
+            "{gpu index: [profiles]} for per-GPU layouts",
+        ),
+    ),
+    doc=(
+        "Compares the GPU instances on each MIG-enabled GPU (nvidia-smi mig -lgi) with the layout a profile or "
+        "lab asks for, as a multiset of profile names (order and placement do not matter). GPU instances do "
+        "not survive a reboot or GPU reset, so a node can pass mig.mode and still have no instances."
+    ),
+    remedy=(
+        "Destroy the instances (`nvidia-smi mig -i N -dci`, `-dgi`) and create the layout with "
+        "`nvidia-smi mig -i N -cgi <profiles> -C`, larger profiles first."
+    ),
+)
+def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    layout = params.get("layout")
+    if not layout or not isinstance(layout, (list, dict)):
+        return result(
+            "mig.layout",
+            "error",
+            "mig.layout needs the layout parameter (a list, or a dict per GPU)",
+            hint="set params: {layout: [3g.40gb, 3g.40gb, 1g.10gb]} in the profile or lab",
+        )
+    instances: list[GpuInstance] = need(facts, "mig_instances")
+    have: dict[int, Counter[str]] = {}
+    for gi in instances:
+        have.setdefault(gi.gpu, Counter())[profile_name(gi.name)] += 1
+    if isinstance(layout, dict):
+        want = {int(k): Counter(profile_name(str(n)) for n in v) for k, v in layout.items()}
+    else:
+        # The MIG-enabled GPUs; without GPU facts, the GPUs that hold instances.
+        mig_gpus = sorted(have) if facts.gpus is None else [g.index for g in facts.gpus if g.mig_mode_current]
+        if not mig_gpus:
+            return result(
+                "mig.layout",
+                "fail",
+                "MIG is not enabled on any GPU, so no layout can exist",
+                observed={},
+                expected=_describe(Counter(profile_name(str(n)) for n in layout)),
+                hint="enable MIG first (see mig.mode), then create the instances",
+            )
+        want = {i: Counter(profile_name(str(n)) for n in layout) for i in mig_gpus}
+    fails: list[str] = []
+    commands: list[str] = []
+    for index, counts in sorted(want.items()):
+        got = have.get(index, Counter())
+        if got != counts:
+            label = f"GPU {index}"
+            for g in facts.gpus or ():
+                if g.index == index:
+                    label = gpu_label(g)
+            fails.append(f"{label} has {_describe(got)}, expected {_describe(counts)}")
+            commands.append(_create_command(index, list(counts.elements())))
+    observed = {str(i): _describe(c) for i, c in sorted(have.items())}
+    expected = {str(i): _describe(c) for i, c in sorted(want.items())}
+    if fails:
+        return result(
+            "mig.layout",
+            "fail",
+            join_limited(fails),
+            observed=observed,
+            expected=expected,
+            hint="; ".join(commands[:2]) + ("; likewise for the other GPUs" if len(commands) > 2 else ""),
+        )
+    return result(
+        "mig.layout",
+        "pass",
+        f"MIG layout matches on GPU {', '.join(map(str, sorted(want)))}",
+        observed=observed,
+        expected=expected,
+    )

@@ -1,0 +1,124 @@
+"""Assess many targets at once: bounded concurrency, progress, Ctrl-C that keeps what finished.
+
+One unreachable or broken node is an error for that node; every other node's results are
+complete. Threads suit the work: SSH waits on the network, the simulator is quick.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from assessor.profiles import Profile
+from assessor.results import TargetResults
+from assessor.targets import Target
+
+
+@dataclass
+class Job:
+    label: str  # what the results call it: the inventory host name or the target spec
+    target: Target
+
+
+@dataclass
+class FleetRun:
+    results: list[TargetResults]
+    interrupted: bool = False
+
+
+def assess_one(job: Job, profile: Profile, *, timeout: float, out: Path | None = None) -> TargetResults:
+    """Assess one target; any failure to reach or read it is an error for it alone."""
+    from assessor import snapshot
+    from assessor.build import facts_from_snapshot
+    from assessor.errors import GpulabError
+    from assessor.runner import run_profile
+
+    try:
+        snap = job.target.snapshot(timeout=timeout)
+    except GpulabError as exc:
+        return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
+    except Exception as exc:  # a transport bug must not take the fleet down
+        return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
+    if out is not None and snap.path is None:
+        snapshot.write(snap, out / _safe(job.label), {"target": job.target.spec})
+    facts = facts_from_snapshot(snap)
+    host = job.target.name or facts.host
+    return TargetResults(job.target.spec, host, run_profile(facts, profile))
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "target"
+
+
+def run(
+    jobs: list[Job],
+    profile: Profile,
+    *,
+    forks: int = 32,
+    timeout: float = 30.0,
+    out: Path | None = None,
+    progress: Callable[[Job, TargetResults], None] | None = None,
+) -> FleetRun:
+    """Assess every job with at most ``forks`` at a time, results in job order."""
+    done: dict[int, TargetResults] = {}
+    lock = threading.Lock()
+    pool = ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="gpulab")
+    futures: dict[Future[TargetResults], int] = {
+        pool.submit(assess_one, job, profile, timeout=timeout, out=out): i for i, job in enumerate(jobs)
+    }
+    interrupted = False
+    try:
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in finished:
+                i = futures[future]
+                with lock:
+                    done[i] = future.result()
+                if progress is not None:
+                    progress(jobs[i], done[i])
+    except KeyboardInterrupt:
+        interrupted = True
+        pool.shutdown(wait=False, cancel_futures=True)
+    else:
+        pool.shutdown(wait=True)
+    results = []
+    for i, job in enumerate(jobs):
+        if i in done:
+            results.append(done[i])
+        elif interrupted:
+            results.append(TargetResults(job.target.spec, job.target.name, [], error="interrupted (Ctrl-C) before it finished"))
+    return FleetRun(results, interrupted)
+
+
+class Progress:
+    """A rich progress bar over hosts on a terminal; plain lines otherwise (CI logs)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.count = 0
+        self.tty = sys.stderr.isatty()
+        self._bar = None
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("assessing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), transient=True)
+            self._task = self._bar.add_task("", total=total)
+            self._bar.start()
+
+    def __call__(self, job: Job, result: TargetResults) -> None:
+        self.count += 1
+        status = "error" if result.error else ("FAILED" if result.failed else "ok")
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=f"{job.label}: {status}")
+        else:
+            print(f"[{self.count}/{self.total}] {job.label}: {status}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,130 @@
+"""Ansible inventories as gpulab targets, read with ansible-core's own inventory manager.
+
+One file drives both Ansible and gpulab: every form Ansible accepts (YAML, INI, groups,
+children, group and host vars, inventory scripts and plugins) works. ansible-core is imported
+only here, so start-up without an inventory stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+
+
+@dataclass
+class InventoryHost:
+    name: str
+    target: str  # ssh://user@host:port, or the gpulab_target host var (mock:hgx-h100)
+    ssh: dict[str, Any]  # SshParams fields from ansible_* vars (password kept out of the target string)
+
+
+def load(path: str, limit: str | None = None) -> list[InventoryHost]:
+    """The inventory's hosts (after ``--limit``), in inventory order."""
+    source = Path(path)
+    if not source.exists():
+        raise InputError(f"{path}: inventory file does not exist")
+    # Fail loudly on a source no plugin understands, instead of Ansible's warning and zero hosts.
+    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
+    os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "true")
+    os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "false")
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    warnings: list[str] = []
+    try:
+        with _collected_warnings(warnings):
+            inventory = InventoryManager(loader=loader, sources=[str(source)])
+    except AnsibleError as exc:
+        raise InputError(_one_line(warnings, str(exc), path)) from None
+    variables = VariableManager(loader=loader, inventory=inventory)
+    if limit:
+        inventory.subset(limit)
+    hosts = inventory.get_hosts("all")
+    if not hosts:
+        what = f" matching --limit {limit}" if limit else ""
+        raise InputError(f"{path}: no hosts{what}")
+    out = []
+    for host in hosts:
+        hv = variables.get_vars(host=host, include_hostvars=False)
+        out.append(_host(host.name, hv, path))
+    return out
+
+
+def _host(name: str, hv: dict[str, Any], path: str) -> InventoryHost:
+    address = str(hv.get("ansible_host") or name)
+    try:
+        port = int(hv.get("ansible_port") or 22)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: host {name}: ansible_port must be a number, got {hv.get('ansible_port')!r}") from None
+    user = hv.get("ansible_user")
+    ssh = {
+        "host": address,
+        "port": port,
+        "user": str(user) if user else None,
+        "key_file": _path_or_none(hv.get("ansible_ssh_private_key_file")),
+        "password": hv.get("ansible_password") or hv.get("ansible_ssh_pass"),
+    }
+    target = hv.get("gpulab_target")
+    if target is None:
+        login = f"{user}@" if user else ""
+        host_part = f"[{address}]" if ":" in address else address
+        target = f"ssh://{login}{host_part}" + (f":{port}" if port != 22 else "")
+    return InventoryHost(name, str(target), ssh)
+
+
+@contextlib.contextmanager
+def _collected_warnings(into: list[str]) -> Iterator[None]:
+    """Keep Ansible's parse warnings (it prints them itself) so the error can quote them."""
+    from ansible.utils.display import Display
+
+    display = Display()
+    originals = display.warning, display.error_as_warning
+
+    def warning(msg: str, *args: Any, **kwargs: Any) -> None:
+        into.append(str(msg))
+
+    def error_as_warning(msg: str, exception: BaseException, *args: Any, **kwargs: Any) -> None:
+        origin = getattr(exception, "obj", None)  # ansible's Origin tag: path, line_num
+        line = getattr(origin, "line_num", None)
+        where = f"Origin: {getattr(origin, 'path', '')}:{line}" if line else ""
+        into.append(f"{msg} {exception}\n{where}")
+
+    display.warning, display.error_as_warning = warning, error_as_warning  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        display.warning, display.error_as_warning = originals  # type: ignore[method-assign]
+
+
+def _path_or_none(value: Any) -> str | None:
+    return os.path.expanduser(str(value)) if value else None
+
+
+def _one_line(warnings: list[str], error: str, path: str) -> str:
+    """Ansible's per-plugin parse failures as one line naming file, line and problem.
+
+    Each plugin that tried the file left a warning; the one that points at a line of the
+    file (the YAML plugin for YAML, the INI plugin for INI) says what is wrong.
+    """
+    for text in warnings:
+        origin = re.search(r"Origin: (\S+?):(\d+)(?::\d+)?", text)
+        if origin:
+            problem = re.search(r"(YAML parsing failed: [^\n]+|Failed to parse inventory: [^\n]+)", text)
+            reason = problem.group(1) if problem else text.strip().splitlines()[0]
+            return f"{origin.group(1)}:{origin.group(2)}: cannot read inventory: {reason.strip()}"
+    plugin = "'ini'" if not path.endswith((".yml", ".yaml", ".json")) else "'yaml'"
+    for text in warnings:
+        if plugin in text:
+            detail = re.search(r"plugin\.\s+(.+?)(?:\n|$)", text)
+            return f"{path}: cannot read inventory: {(detail.group(1) if detail else text).strip()}"
+    return f"{path}: cannot read inventory: {error}"

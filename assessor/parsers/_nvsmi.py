@@ -1,0 +1,103 @@
+"""Helpers shared by the nvidia-smi parsers: text hygiene and the driver-failure messages.
+
+When the driver is broken nvidia-smi prints one of a few messages instead of its normal
+output, whatever sub-command was asked for. The parsers raise a ParseError that carries that
+message verbatim, so the snapshot loader can recognise it (see :func:`failure_message`) and
+record a driver problem instead of a parse problem.
+"""
+
+from __future__ import annotations
+
+import re
+
+from assessor.errors import ParseError
+
+# Values nvidia-smi prints where it has no number or state to give; all mean "unknown".
+NOT_AVAILABLE = frozenset(
+    {
+        "",
+        "n/a",
+        "[n/a]",
+        "not supported",
+        "[not supported]",
+        "unknown error",
+        "[unknown error]",
+        "insufficient permissions",
+        "[insufficient permissions]",
+        "gpu requires reset",
+        "[gpu requires reset]",
+        "requested functionality has been deprecated",
+    }
+)
+
+# Starts of the lines nvidia-smi prints instead of its output when NVML or the driver fails.
+_FAILURE_STARTS = (
+    "failed to initialize nvml",
+    "nvidia-smi has failed",
+    "nvml library version",
+    "unable to determine the device handle",
+    "unable to determine",
+    "failed to ",
+    "driver/library version mismatch",
+    "gpu access blocked by the operating system",
+    "unable to load the nvidia driver",
+)
+
+NO_DEVICES = "no devices were found"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def is_not_available(value: str | None) -> bool:
+    """True for None and for nvidia-smi's spellings of "no value" (N/A, [Not Supported], ...)."""
+    return value is None or value.strip().lower() in NOT_AVAILABLE
+
+
+def failure_message(text: str) -> str | None:
+    """The nvidia-smi driver/NVML failure text in ``text`` (verbatim, stripped), or None.
+
+    Every line from the first failure line on is kept: NVML's version-mismatch message spans
+    two lines ("Failed to initialize NVML: ..." then "NVML library version: ...").
+    """
+    found = _find_failure(text)
+    return found[1] if found else None
+
+
+def _find_failure(text: str) -> tuple[int, str] | None:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().lower().startswith(_FAILURE_STARTS):
+            return i + 1, "\n".join(x.strip() for x in lines[i:] if x.strip())
+    return None
+
+
+def says_no_devices(text: str) -> bool:
+    """True when the whole output is nvidia-smi's "No devices were found" (NVML up, zero GPUs)."""
+    return text.strip().lower().rstrip(".") == NO_DEVICES
+
+
+def check_text(text: str) -> list[str]:
+    """The lines of ``text`` with ANSI escapes removed; ParseError (with line) for binary data.
+
+    nvidia-smi underlines table headers with ANSI escapes when writing to a terminal, and a
+    capture made through ``script`` or a pasted terminal keeps them.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        # Control characters other than tab, escape (ANSI) and CR never appear in nvidia-smi
+        # output, nor do runs of undecodable bytes (one stray byte is a mangled paste).
+        if any(ord(c) < 32 and c not in "\t\x1b\r\f" for c in line) or line.count("\ufffd") > 2:
+            raise ParseError("binary data, not nvidia-smi output", line=number)
+    return [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
+
+
+def is_shell_noise(line: str) -> bool:
+    """A pasted shell prompt (``$ nvidia-smi -L``) or comment line, as captures by hand contain."""
+    stripped = line.strip()
+    return stripped.startswith(("$ ", "# ")) or stripped in ("$", "#")
+
+
+def raise_on_failure(text: str) -> None:
+    """ParseError carrying the failure text verbatim when ``text`` is an nvidia-smi failure."""
+    found = _find_failure(text)
+    if found is not None:
+        raise ParseError(found[1], line=found[0])

@@ -1,0 +1,56 @@
+"""``lsmod`` output (or ``/proc/modules``) to ``NodeFacts.modules``.
+
+``lsmod`` prints ``name size refcount [holder,holder,...]`` under an optional
+``Module Size Used by`` header. Users also paste ``/proc/modules``, where the holders end
+with a comma (``-`` for none) and a state and an address follow; both read the same.
+
+>>> [m.used_by for m in parse('''Module                  Size  Used by
+... nvidia_peermem         16384  0
+... nvidia_modeset       1306624  1 nvidia_drm
+... nvidia              56717312  3 nvidia_uvm,nvidia_peermem,nvidia_modeset''').modules]
+[[], ['nvidia_drm'], ['nvidia_uvm', 'nvidia_peermem', 'nvidia_modeset']]
+"""
+
+from __future__ import annotations
+
+import re
+
+from assessor.errors import ParseError
+from assessor.facts import KernelModule, NodeFacts
+
+_HEADER = re.compile(r"^Module\s+Size\s+Used\s+by\s*$")
+_NAME = re.compile(r"^[\w-]+$")
+_PROC_STATES = {"Live", "Loading", "Unloading"}
+
+
+def parse(text: str) -> NodeFacts:
+    """Parse ``lsmod`` output into ``modules``."""
+    modules: list[KernelModule] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or _HEADER.match(line):
+            continue
+        modules.append(_module(line, number))
+    if not modules:
+        raise ParseError("empty lsmod output: no module lines")
+    return NodeFacts(modules=modules)
+
+
+def _module(line: str, number: int) -> KernelModule:
+    cells = line.split()
+    if len(cells) < 3 or not _NAME.match(cells[0]) or not cells[1].isdigit():
+        raise ParseError(f"not an lsmod line (expected 'name size count [users]'): {line!r}", line=number)
+    count_cell = cells[2]
+    if count_cell != "-" and not count_cell.isdigit():
+        raise ParseError(f"use count is not a number: {count_cell!r}", line=number)
+    holders = cells[3] if len(cells) > 3 else ""
+    if len(cells) > 4 and cells[4] not in _PROC_STATES:
+        raise ParseError(f"unexpected text after the users list: {line!r}", line=number)
+    # "[permanent]" and "[unsafe]" are module flags lsmod appends, not users; "-" is none.
+    users = [u for u in holders.split(",") if u and u != "-" and not u.startswith("[")]
+    return KernelModule(
+        name=cells[0],
+        size=int(cells[1]),
+        used_by_count=int(count_cell) if count_cell.isdigit() else None,
+        used_by=users,
+    )

@@ -1,0 +1,224 @@
+"""``nvidia-smi -q -x``: the driver and every GPU's state, from nvidia-smi's XML log.
+
+The schema changed across drivers (DTD v11, v12, v13, and no DTD at all on R418) and the
+parser reads each fact from whichever element the file has:
+
+- ECC counters: ``volatile/single_bit/total`` and ``double_bit/total`` on old drivers;
+  ``volatile/sram_correctable``, ``dram_uncorrectable``, ``sram_uncorrectable_parity`` ...
+  on newer ones (summed: the facts keep one corrected and one uncorrected count).
+- power: ``power_readings`` (v11) or ``gpu_power_readings`` (v12+); the draw is
+  ``power_draw``, or ``instant_power_draw`` / ``average_power_draw`` on v13.
+- throttle reasons: ``clocks_throttle_reasons`` (v11) or ``clocks_event_reasons`` (v12+).
+
+nvidia-smi's "no value" spellings (N/A, [Not Supported], Unknown Error, ...) become None.
+The NVLink state is not part of this XML (it comes from ``nvidia-smi nvlink``), so
+``Gpu.nvlinks`` stays None here.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from assessor.errors import ParseError
+from assessor.facts import DriverInfo, Gpu, NodeFacts
+from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._pci import normalize_bus_id
+
+_NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
+
+_TRUE = frozenset({"enabled", "yes", "active", "on", "true"})
+_FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
+
+# XML tag suffix -> the name facts.py uses (NVML's constant names, without the prefix).
+_THROTTLE_NAMES = {"display_clocks_setting": "display_clock_setting"}
+
+
+def parse(text: str) -> NodeFacts:
+    """Parse ``nvidia-smi -q -x`` output into ``driver`` and ``gpus``.
+
+    Raises ParseError (with the line) for truncated or malformed XML, and a ParseError whose
+    message is nvidia-smi's own text when it printed a driver/NVML failure instead of XML.
+    "No devices were found" is a valid answer: zero GPUs.
+    """
+    check_text(text)
+    start = text.find("<")
+    if start < 0 or "<nvidia_smi_log" not in text:
+        if says_no_devices(text):
+            return NodeFacts(gpus=[])
+        raise_on_failure(text)
+        first = next((i for i, line in enumerate(text.splitlines(), start=1) if line.strip()), 1)
+        raise ParseError("not nvidia-smi XML output (no <nvidia_smi_log> element)", line=first)
+    # Anything before the XML (a warning nvidia-smi wrote to the same stream) is skipped; the
+    # offset keeps the line numbers of XML errors true to the file.
+    offset = text.count("\n", 0, start)
+    body = text[start:]
+    if "<!ENTITY" in body:
+        # nvidia-smi never declares entities; refusing them keeps expat's expansion out.
+        line = offset + body.count("\n", 0, body.index("<!ENTITY")) + 1
+        raise ParseError("XML entity declarations are not nvidia-smi output", line=line)
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as exc:
+        line, _column = exc.position
+        raise ParseError(f"malformed nvidia-smi XML: {exc}", line=offset + line) from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(f"root element is <{root.tag}>, expected <nvidia_smi_log>", line=offset + 1)
+
+    driver = DriverInfo(version=_text(root, "driver_version"), cuda_version=_text(root, "cuda_version"))
+    gpus = [_gpu(index, element) for index, element in enumerate(root.findall("gpu"))]
+    return NodeFacts(driver=driver, gpus=gpus)
+
+
+def _gpu(index: int, g: ET.Element) -> Gpu:
+    bus_id = normalize_bus_id(g.get("id", "")) or normalize_bus_id(_text(g, "pci/pci_bus_id") or "")
+    power = g.find("gpu_power_readings")
+    if power is None:
+        power = g.find("power_readings")
+    volatile_corr, volatile_unc = _ecc_counts(g.find("ecc_errors/volatile"))
+    aggregate_corr, aggregate_unc = _ecc_counts(g.find("ecc_errors/aggregate"))
+    return Gpu(
+        index=index,
+        name=_text(g, "product_name"),
+        uuid=_text(g, "uuid"),
+        serial=_text(g, "serial"),
+        bus_id=bus_id,
+        architecture=_text(g, "product_architecture"),
+        vbios=_text(g, "vbios_version"),
+        memory_total_mib=_int(g, "fb_memory_usage/total"),
+        persistence_mode=_bool(g, "persistence_mode"),
+        ecc_mode_current=_bool(g, "ecc_mode/current_ecc"),
+        ecc_mode_pending=_bool(g, "ecc_mode/pending_ecc"),
+        ecc_volatile_corrected=volatile_corr,
+        ecc_volatile_uncorrected=volatile_unc,
+        ecc_aggregate_corrected=aggregate_corr,
+        ecc_aggregate_uncorrected=aggregate_unc,
+        # pending_blacklist is the pre-R460 name of pending_retirement.
+        retired_pages_pending=_first_bool(g, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
+        remap_correctable=_int(g, "remapped_rows/remapped_row_corr"),
+        remap_uncorrectable=_int(g, "remapped_rows/remapped_row_unc"),
+        remap_pending=_bool(g, "remapped_rows/remapped_row_pending"),
+        remap_failure=_bool(g, "remapped_rows/remapped_row_failure"),
+        pcie_gen_current=_int(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"),
+        pcie_gen_max=_int(g, "pci/pci_gpu_link_info/pcie_gen/max_link_gen"),
+        pcie_width_current=_int(g, "pci/pci_gpu_link_info/link_widths/current_link_width"),
+        pcie_width_max=_int(g, "pci/pci_gpu_link_info/link_widths/max_link_width"),
+        temperature_c=_int(g, "temperature/gpu_temp"),
+        temperature_slowdown_c=_int(g, "temperature/gpu_temp_slow_threshold"),
+        temperature_shutdown_c=_int(g, "temperature/gpu_temp_max_threshold"),
+        power_draw_w=_first_float(power, "power_draw", "instant_power_draw", "average_power_draw"),
+        # current_power_limit (v12+) and enforced_power_limit (v11) are the limit in force;
+        # v11's power_limit is the one requested, which the enforced one can undercut.
+        power_limit_w=_first_float(power, "current_power_limit", "enforced_power_limit", "power_limit"),
+        throttle_reasons=_throttle_reasons(g),
+        mig_mode_current=_bool(g, "mig_mode/current_mig"),
+        mig_mode_pending=_bool(g, "mig_mode/pending_mig"),
+        fabric_state=_text(g, "fabric/state"),
+        fabric_status=_text(g, "fabric/status"),
+        compute_mode=_text(g, "compute_mode"),
+    )
+
+
+def _text(parent: ET.Element | None, path: str) -> str | None:
+    """The stripped text at ``path``; None when absent or one of nvidia-smi's N/A spellings."""
+    if parent is None:
+        return None
+    element = parent.find(path)
+    if element is None or element.text is None:
+        return None
+    # Some drivers wrap values over lines ("Not Active\n            ").
+    value = " ".join(element.text.split())
+    return None if is_not_available(value) else value
+
+
+def _float(parent: ET.Element | None, path: str) -> float | None:
+    value = _text(parent, path)
+    if value is None:
+        return None
+    match = _NUMBER.match(value)  # "66.92 W", "36 C", "16x", "40960 MiB"
+    return float(match.group()) if match else None
+
+
+def _int(parent: ET.Element | None, path: str) -> int | None:
+    value = _float(parent, path)
+    return None if value is None else int(value)
+
+
+def _bool(parent: ET.Element | None, path: str) -> bool | None:
+    value = _text(parent, path)
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    return None  # a state this parser does not know is unknown, not False
+
+
+def _first_bool(parent: ET.Element, *paths: str) -> bool | None:
+    for path in paths:
+        value = _bool(parent, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _first_float(parent: ET.Element | None, *paths: str) -> float | None:
+    for path in paths:
+        value = _float(parent, path)
+        if value is not None:
+            return value
+    return None
+
+
+def _ecc_counts(section: ET.Element | None) -> tuple[int | None, int | None]:
+    """(corrected, uncorrected) ECC error totals of a ``volatile`` or ``aggregate`` element.
+
+    Old schema: ``single_bit/total`` (corrected) and ``double_bit/total`` (uncorrected). New
+    schema: leaf counters named ``*_correctable`` / ``*_uncorrectable*`` summed over SRAM and
+    DRAM. A total is None when no counter in it has a value (N/A on GeForce, or in MIG mode).
+    """
+    if section is None:
+        return None, None
+    if section.find("single_bit") is not None or section.find("double_bit") is not None:
+        return _int(section, "single_bit/total"), _int(section, "double_bit/total")
+    corrected: list[int] = []
+    uncorrected: list[int] = []
+    for child in section:
+        if len(child):
+            continue
+        value = _int(section, child.tag)
+        if value is None:
+            continue
+        if "uncorrectable" in child.tag:
+            uncorrected.append(value)
+        elif "correctable" in child.tag:
+            corrected.append(value)
+        # other leaves (sram_threshold_exceeded) are flags, not counts
+    return (sum(corrected) if corrected else None, sum(uncorrected) if uncorrected else None)
+
+
+def _throttle_reasons(g: ET.Element) -> list[str] | None:
+    """Active clock throttle reasons by NVML name; None when the XML does not report them."""
+    for section, prefix in (
+        ("clocks_event_reasons", "clocks_event_reason_"),
+        ("clocks_throttle_reasons", "clocks_throttle_reason_"),
+    ):
+        element = g.find(section)
+        if element is None:
+            continue
+        reasons: list[str] = []
+        known = False
+        for child in element:
+            if not child.tag.startswith(prefix):
+                continue
+            state = _bool(element, child.tag)
+            if state is None:
+                continue
+            known = True
+            if state:
+                name = child.tag[len(prefix) :]
+                reasons.append(_THROTTLE_NAMES.get(name, name))
+        return reasons if known else None
+    return None

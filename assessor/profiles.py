@@ -1,0 +1,99 @@
+"""Readiness profiles: YAML lists of checks with parameters (see DESIGN.md, Profiles)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+
+
+@dataclass(frozen=True)
+class CheckRef:
+    id: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    checks: tuple[CheckRef, ...]
+    file: str | None = None
+
+
+def shipped_dir() -> Path:
+    return Path(str(resources.files("assessor") / "profiles"))
+
+
+def shipped() -> dict[str, Path]:
+    """Profiles that ship with gpulab, by name."""
+    return {p.stem: p for p in sorted(shipped_dir().glob("*.yaml"))}
+
+
+def load(name_or_path: str) -> Profile:
+    """A shipped profile by name, or a profile file by path."""
+    path = Path(name_or_path)
+    if not path.suffix and name_or_path in shipped():
+        path = shipped()[name_or_path]
+    elif not path.exists():
+        names = ", ".join(shipped())
+        raise InputError(f"no profile {name_or_path!r}: not a file, and not a shipped profile ({names})")
+    return parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse(text: str, filename: str) -> Profile:
+    from assessor import checks, params, yamlio
+
+    doc = yamlio.load(filename, text=text)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error((), "a profile is a mapping with name, description and checks")
+    unknown = set(data) - {"name", "description", "checks"}
+    if unknown:
+        key = sorted(map(str, unknown))[0]
+        raise doc.error((key,), f"unknown key {key!r}; a profile has name, description, checks")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise doc.error(("name",), "profile needs a name (a string)")
+    items = data.get("checks")
+    if not isinstance(items, list) or not items:
+        raise doc.error(("checks",), "profile needs a non-empty list of checks")
+    refs: list[CheckRef] = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            check_id, raw = item, {}
+        elif isinstance(item, dict):
+            extra = set(item) - {"id", "params"}
+            if extra:
+                key = sorted(map(str, extra))[0]
+                raise doc.error(("checks", i, key), f"unknown key {key!r} in a check; use id and params")
+            check_id, raw = item.get("id"), item.get("params") or {}
+            if not isinstance(check_id, str):
+                raise doc.error(("checks", i), "a check needs an id")
+            if not isinstance(raw, dict):
+                raise doc.error(("checks", i, "params"), "params must be a mapping")
+        else:
+            raise doc.error(("checks", i), "a check is an id or a mapping with id and params")
+        try:
+            spec = checks.get(check_id)
+        except InputError as exc:
+            raise doc.error(("checks", i, "id") if isinstance(item, dict) else ("checks", i), str(exc)) from None
+        typed = {}
+        for key, value in raw.items():
+            try:
+                typed[key] = params.coerce(spec, key, value)
+            except InputError as exc:
+                raise doc.error(("checks", i, "params", key), str(exc)) from None
+        refs.append(CheckRef(check_id, typed))
+    return Profile(name, str(data.get("description") or ""), tuple(refs), filename)
+
+
+def everything() -> Profile:
+    """Every check with its defaults: what `assess` runs with no profile."""
+    from assessor import checks
+
+    return Profile("all-checks", "every check in the catalogue with default parameters",
+                   tuple(CheckRef(i) for i in sorted(checks.REGISTRY)))

@@ -1,0 +1,1 @@
+"""Remote nodes over SSH (paramiko): batched capture, host-key policy, fleet fan-out."""

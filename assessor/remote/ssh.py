@@ -1,0 +1,161 @@
+"""SSH to one node with paramiko: connect with a host-key policy, run the batched capture.
+
+Host keys are checked against known_hosts and refused when unknown or changed, unless the
+user asked to accept new ones (fresh lab VMs); a changed key is refused always. Passwords
+never appear in a repr, a message or a log line.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assessor.errors import GpulabError
+
+if TYPE_CHECKING:
+    import paramiko
+
+
+class HostError(GpulabError):
+    """This node could not be assessed; the others go on."""
+
+
+@dataclass
+class SshParams:
+    host: str  # what to connect to (ansible_host)
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    password: str | None = field(default=None, repr=False)
+    accept_new_host_keys: bool = False
+    known_hosts: str | None = None  # a known_hosts file besides ~/.ssh/known_hosts
+    connect_timeout: float = 10.0
+    host_timeout: float = 600.0  # the whole capture of one node
+
+    @property
+    def address(self) -> str:
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    @property
+    def login(self) -> str:
+        return f"{self.user}@{self.address}" if self.user else self.address
+
+
+_known_hosts_lock = threading.Lock()
+
+
+def _policy(params: SshParams) -> Any:
+    import paramiko
+
+    if not params.accept_new_host_keys:
+        return paramiko.RejectPolicy()
+
+    class AcceptNew(paramiko.MissingHostKeyPolicy):
+        """Trust a key seen for the first time and remember it; changed keys still fail."""
+
+        def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+            client.get_host_keys().add(hostname, key.get_name(), key)
+            path = Path(params.known_hosts or Path.home() / ".ssh" / "known_hosts")
+            with _known_hosts_lock:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+
+    return AcceptNew()
+
+
+def connect(params: SshParams) -> paramiko.SSHClient:
+    """An authenticated connection, or HostError with the reason in words."""
+    import paramiko
+
+    client = paramiko.SSHClient()
+    try:
+        client.load_system_host_keys()
+    except OSError:
+        pass
+    if params.known_hosts and Path(params.known_hosts).exists():
+        client.load_host_keys(params.known_hosts)
+    client.set_missing_host_key_policy(_policy(params))
+    try:
+        client.connect(
+            params.host,
+            port=params.port,
+            username=params.user,
+            key_filename=params.key_file,
+            password=params.password,
+            timeout=params.connect_timeout,
+            banner_timeout=params.connect_timeout,
+            auth_timeout=params.connect_timeout,
+            allow_agent=True,
+            look_for_keys=params.key_file is None,
+        )
+    except paramiko.BadHostKeyException as exc:
+        client.close()
+        raise HostError(
+            f"host key for {params.address} has CHANGED (got {exc.key.get_name()} "
+            f"{exc.key.get_fingerprint().hex()}): refusing to connect; if the node was rebuilt, "
+            f"remove its old line from known_hosts (ssh-keygen -R '{params.address}')"
+        ) from None
+    except paramiko.AuthenticationException:
+        client.close()
+        raise HostError(f"authentication refused for {params.login}: check the user and key (or password)") from None
+    except paramiko.SSHException as exc:
+        client.close()
+        if "not found in known_hosts" in str(exc):
+            raise HostError(
+                f"unknown host key for {params.address}: add it to known_hosts (ssh-keyscan -p {params.port} "
+                f"{params.host}) or pass --accept-new-host-keys for fresh lab machines"
+            ) from None
+        raise HostError(f"SSH to {params.address} failed: {exc}") from None
+    except (TimeoutError, socket.timeout):
+        client.close()
+        raise HostError(f"unreachable: no answer from {params.address} within {params.connect_timeout:g} s") from None
+    except OSError as exc:
+        client.close()
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+            reason = "connection refused"
+        raise HostError(f"unreachable: {params.address}: {reason}") from None
+    return client
+
+
+def run_script(client: paramiko.SSHClient, script: str, params: SshParams) -> str:
+    """Feed ``script`` to ``sh -s`` on the node and return its stdout, within the host time limit."""
+    deadline = time.monotonic() + params.host_timeout
+    try:
+        transport = client.get_transport()
+        if transport is None or not transport.is_active():
+            raise HostError(f"connection to {params.address} dropped before the capture")
+        channel = transport.open_session(timeout=params.connect_timeout)
+        channel.exec_command("sh -s")
+        channel.sendall(script.encode())
+        channel.shutdown_write()
+        chunks: list[bytes] = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                channel.close()
+                raise HostError(f"capture on {params.address} took longer than {params.host_timeout:g} s")
+            channel.settimeout(min(remaining, 5.0))
+            try:
+                data = channel.recv(65536)
+            except (TimeoutError, socket.timeout):
+                if channel.exit_status_ready() and not channel.recv_ready():
+                    break
+                continue
+            if not data:
+                break
+            chunks.append(data)
+        while channel.recv_stderr_ready():
+            channel.recv_stderr(65536)
+        return b"".join(chunks).decode("utf-8", "replace")
+    except HostError:
+        raise
+    except (EOFError, OSError) as exc:
+        raise HostError(f"connection to {params.address} dropped mid-capture: {exc or type(exc).__name__}") from None
+    except Exception as exc:  # paramiko.SSHException and friends
+        raise HostError(f"connection to {params.address} dropped mid-capture: {exc}") from None

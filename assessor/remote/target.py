@@ -1,0 +1,57 @@
+"""``ssh://[user@]host[:port]`` targets: one connection, one batched capture."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from assessor.errors import InputError
+from assessor.remote.ssh import HostError, SshParams
+from assessor.snapshot import Snapshot
+
+
+def parse_spec(spec: str) -> SshParams:
+    parts = urlsplit(spec)
+    if parts.scheme != "ssh" or not parts.hostname:
+        raise InputError(f"bad ssh target {spec!r}: use ssh://[user@]host[:port]")
+    if parts.password:
+        raise InputError(f"{parts.scheme}://{parts.hostname}: no passwords in a target; use a key or the inventory")
+    try:
+        port = parts.port or 22
+    except ValueError:
+        raise InputError(f"bad port in ssh target {spec!r}") from None
+    return SshParams(parts.hostname, port, unquote(parts.username) if parts.username else None)
+
+
+@dataclass
+class SshTarget:
+    spec: str
+    params: SshParams
+    name: str | None = None  # inventory host name, when it came from one
+
+    @classmethod
+    def open(cls, spec: str) -> SshTarget:
+        return cls(spec, parse_spec(spec))
+
+    def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
+        from assessor.capture import ACTIVE, COMMANDS, capture
+        from assessor.remote import batch
+        from assessor.remote.ssh import connect, run_script
+
+        commands = list(COMMANDS) + [ACTIVE[name] for name in active]
+        client = connect(self.params)
+        try:
+            output = run_script(client, batch.script(commands, timeout), self.params)
+        finally:
+            client.close()
+        records = batch.parse_records(output, commands, timeout)
+        if not records.complete:
+            raise HostError(
+                f"connection to {self.params.address} dropped mid-capture "
+                f"({len(records.outcomes)} of {len(commands)} commands finished)"
+            )
+        snap = capture(records, host=self.name, timeout=timeout, active=active)
+        nvidia = snap.sources.get("nvidia-smi-q.xml")
+        if nvidia is not None and nvidia.status == "missing":
+            raise HostError(f"no NVIDIA tools on {self.params.address}: nvidia-smi is not installed or not on PATH")
+        return snap

@@ -1,0 +1,413 @@
+"""The state of one simulated node: a JSON document that the mock NVML and the simulated tools read and change.
+
+One file per node. Its top-level object is :class:`NodeState` (``schema: gpulab.simstate/1``)::
+
+    {"schema": "gpulab.simstate/1", "fixture": "hgx-h100", "host": "hgx-h100-01", "system": "...",
+     "driver":   {"version": "565.57.01", "kernel_module_version": "565.57.01", "cuda_version": "12.7", ...},
+     "gpus":     [GpuState, ...],          # in NVML index order (PCI bus order)
+     "nvswitches": [NvSwitchState, ...],   # empty on PCIe systems
+     "ib_hcas":  [IbHcaState, ...],        # each with its ports
+     "sm_present": true,                   # an InfiniBand subnet manager answers on the fabric
+     "modules":  [ModuleState, ...],       # what lsmod lists
+     "services": {"nvidia-fabricmanager.service": ServiceState, ...},
+     "kernel_log": ["[    0.000000] Linux version ...", ...],   # dmesg lines, oldest first
+     "nccl_env": {"NCCL_IB_HCA": "mlx5_0,..."},
+     "perf": PerfState, "os_release": {...}, "uname": "Linux ..."}
+
+Conventions a tool writer can rely on:
+
+- Units are in the field names (``_mib``, ``_w``, ``_c``, ``_mhz``, ``_gbps``); NVML's own units (bytes,
+  milliwatts) are the mock NVML's business, not the state's.
+- ``None`` means "not supported on this part" (nvidia-smi prints ``N/A``): ``retired_pages`` on HBM GPUs,
+  ``remapped_rows`` on parts without row remapping, ``ecc_mode_current`` on GPUs without ECC,
+  ``fabric_state`` on GPUs outside an NVSwitch fabric. MIG support is ``mig_supported``.
+- State fields are authoritative and independent: a fault sets what the real node would show. A subnet manager
+  that goes away is ``sm_present: false`` *and* its IB ports in ``Initializing``/``LinkUp``; a driver upgrade
+  without a reboot is ``driver.version`` (user-space library) differing from ``driver.kernel_module_version``.
+- MIG instances are stored per GPU in the JSON shape shared with :mod:`assessor.sim.mig`:
+  ``{gi_id, profile_id, name, start, size, compute_instances: [{ci_id, profile_id, name, start, size}]}``
+  with short profile names (``3g.40gb``; a compute instance ``1c.3g.40gb``, or ``3g.40gb`` when it spans the GI).
+
+Writes are atomic (a temporary file in the same directory, fsync, ``os.replace``): a crash leaves the old
+file or the new one, never half of one. :func:`updating` holds an exclusive ``fcntl`` lock on a sidecar
+``.lock`` file for a whole read-modify-write, so two simulated tools run at once don't lose each other's changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+from assessor.facts import from_jsonable, to_jsonable
+
+SCHEMA = "gpulab.simstate/1"
+
+# Names of NVML's clock event ("throttle") reasons, in bit order, as stored in ``GpuState.throttle_reasons``.
+THROTTLE_REASON_BITS: dict[str, int] = {
+    "gpu_idle": 0x1,
+    "applications_clocks_setting": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake_slowdown": 0x80,
+    "display_clock_setting": 0x100,
+}
+
+
+@dataclass
+class DriverState:
+    """The NVIDIA driver: user-space library (NVML) and kernel module, which can disagree."""
+
+    version: str  # libnvidia-ml / nvidia-smi: 535.129.03
+    kernel_module_version: str  # /proc/driver/nvidia/version; differs from ``version`` = mismatch fault
+    cuda_version: str  # highest CUDA the driver supports: 12.2
+    loaded: bool = True  # False: the kernel module is not loaded (nvidia-smi: "couldn't communicate")
+    open_kernel_module: bool = False
+    build_date: str | None = None  # the date on the /proc/driver/nvidia/version line
+
+
+@dataclass
+class EccCounters:
+    """Total ECC error counts (NVML ``nvmlDeviceGetTotalEccErrors``)."""
+
+    volatile_corrected: int = 0
+    volatile_uncorrected: int = 0
+    aggregate_corrected: int = 0
+    aggregate_uncorrected: int = 0
+
+
+@dataclass
+class RemappedRows:
+    """HBM row remapping (A100, H100, H200; also GDDR6 Ada parts): NVML ``nvmlDeviceGetRemappedRows``."""
+
+    correctable: int = 0
+    uncorrectable: int = 0
+    pending: bool = False  # a remap waits for a GPU reset
+    failure: bool = False  # a remap failed: RMA candidate
+
+
+@dataclass
+class RetiredPages:
+    """Dynamic page retirement, only on parts without row remapping (V100, T4...)."""
+
+    single_bit: int = 0
+    double_bit: int = 0
+    pending: bool = False
+
+
+@dataclass
+class NvLinkState:
+    link: int
+    active: bool = True
+    version: int = 4  # NVLink generation: 3 on A100, 4 on H100/H200
+    speed_gbps: float | None = None  # per link, GB/s as nvidia-smi nvlink -s prints it
+    remote: str = "nvswitch"  # what the link goes to: nvswitch, or GPUn on direct-attach boards
+    errors: dict[str, int] = field(default_factory=lambda: {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0})
+
+
+@dataclass
+class ComputeInstanceState:
+    ci_id: int
+    profile_id: int
+    name: str  # 1c.3g.40gb, or 3g.40gb when it spans the whole GPU instance
+    start: int
+    size: int
+
+
+@dataclass
+class GpuInstanceState:
+    gi_id: int
+    profile_id: int  # the ID column of nvidia-smi mig -lgip: 19, 14, 9, 5, 0...
+    name: str  # short name: 3g.40gb
+    start: int  # placement on the memory-slice axis
+    size: int
+    compute_instances: list[ComputeInstanceState] = field(default_factory=list)
+
+
+@dataclass
+class GpuProcess:
+    """A process with the GPU open (nvidia-smi's process table; what blocks a reset or a MIG change)."""
+
+    pid: int
+    name: str  # nv-hostengine, python3
+    type: str = "C"  # C compute, G graphics
+    used_memory_mib: int = 0
+
+
+@dataclass
+class GpuState:
+    index: int
+    name: str  # NVIDIA H100 80GB HBM3
+    uuid: str
+    serial: str
+    bus_id: str  # 00000000:18:00.0, as nvidia-smi and NVML print it
+    architecture: str  # Ampere, Hopper, Ada Lovelace
+    vbios: str
+    pci_device_id: int  # 0x233010DE: device id << 16 | vendor id, as NVML's pciDeviceId
+    pci_subsystem_id: int
+    memory_total_mib: int
+    memory_used_mib: int = 0
+    memory_reserved_mib: int = 0
+    board_part_number: str | None = None
+    minor_number: int | None = None
+    numa_node: int | None = None
+    cpu_affinity: str | None = None  # 48-63,176-191 as nvidia-smi topo -m prints it
+    pcie_switch: str | None = None  # label of the PCIe switch it sits behind (topology: PIX/PXB when shared)
+    persistence_mode: bool = True
+    compute_mode: str = "Default"  # Default, Exclusive_Process, Prohibited
+    ecc_mode_current: bool | None = True  # None: no ECC on this part
+    ecc_mode_pending: bool | None = True
+    ecc: EccCounters = field(default_factory=EccCounters)
+    remapped_rows: RemappedRows | None = field(default_factory=RemappedRows)  # None: not supported
+    retired_pages: RetiredPages | None = None  # None: N/A (HBM parts remap rows instead)
+    temperature_c: int = 30
+    temperature_memory_c: int | None = None
+    temperature_slowdown_c: int | None = None
+    temperature_shutdown_c: int | None = None
+    temperature_max_operating_c: int | None = None
+    temperature_memory_max_c: int | None = None
+    power_draw_w: float = 60.0
+    power_limit_w: float = 400.0  # current (enforced) limit
+    power_default_limit_w: float | None = None
+    power_min_limit_w: float | None = None
+    power_max_limit_w: float | None = None
+    clocks_mhz: dict[str, int] = field(default_factory=dict)  # graphics, sm, memory, video: current
+    max_clocks_mhz: dict[str, int] = field(default_factory=dict)
+    performance_state: str = "P0"
+    throttle_reasons: list[str] = field(default_factory=list)  # keys of THROTTLE_REASON_BITS that are active
+    pcie_gen_current: int = 4
+    pcie_gen_max: int = 4
+    pcie_width_current: int = 16
+    pcie_width_max: int = 16
+    nvlinks: list[NvLinkState] = field(default_factory=list)  # empty: no NVLink
+    mig_supported: bool = False
+    mig_mode_current: bool = False
+    mig_mode_pending: bool = False
+    mig_instances: list[GpuInstanceState] = field(default_factory=list)
+    fabric_state: str | None = None  # Completed, In Progress, Not Started; None: not in an NVSwitch fabric
+    fabric_status: str | None = None  # Success, or the NVML error text
+    fabric_clique_id: int | None = None
+    processes: list[GpuProcess] = field(default_factory=list)
+    # Who keeps the GPU busy so a MIG mode change stays pending / a reset is refused
+    # ("In use by another client"), e.g. ["nvidia-dcgm.service (nv-hostengine)"]. Empty: nothing.
+    mig_reset_blocked_by: list[str] = field(default_factory=list)
+    passthrough: bool = False  # a VM with the GPU passed through: no GPU reset possible
+    lost: bool = False  # fell off the bus (Xid 79): NVML answers GpuIsLost
+
+
+@dataclass
+class NvSwitchState:
+    index: int
+    bus_id: str
+    name: str = "NVSwitch"
+    links_active: int | None = None
+
+
+@dataclass
+class IbPortState:
+    port: int = 1
+    state: str = "Active"  # Active, Down, Initializing, Armed
+    physical_state: str = "LinkUp"  # LinkUp, Polling, Disabled, ...
+    rate_gbps: float = 200  # ibstat Rate
+    width: str = "4X"
+    speed: str | None = None  # HDR, NDR (ibstatus: "200 Gb/sec (4X HDR)")
+    link_layer: str = "InfiniBand"  # InfiniBand, Ethernet
+    base_lid: int = 0
+    sm_lid: int = 0
+    lmc: int = 0
+    port_guid: str | None = None
+    capability_mask: str | None = None
+    netdev: str | None = None  # ibp12s0, ens1np0
+
+
+@dataclass
+class IbHcaState:
+    name: str  # mlx5_0
+    ca_type: str  # MT4123 (ConnectX-6), MT4129 (ConnectX-7)
+    firmware: str
+    node_guid: str
+    sys_image_guid: str
+    hw_version: str = "0"
+    board_id: str | None = None
+    vendor_part_id: int | None = None
+    bus_id: str | None = None  # PCI address, 0000:0c:00.0
+    numa_node: int | None = None
+    pcie_switch: str | None = None  # shared label with GPUs behind the same switch
+    role: str = "compute"  # compute, storage, management
+    ports: list[IbPortState] = field(default_factory=list)
+
+
+@dataclass
+class ModuleState:
+    name: str
+    size: int
+    used_by: list[str] = field(default_factory=list)
+    used_by_count: int | None = None  # lsmod's count when it differs from len(used_by) (users without a name)
+
+
+@dataclass
+class ServiceState:
+    """A systemd unit as ``systemctl show`` describes it."""
+
+    load_state: str = "loaded"  # loaded, not-found
+    active_state: str = "active"  # active, inactive, failed
+    sub_state: str = "running"  # running, dead, failed, exited
+    unit_file_state: str = "enabled"  # enabled, disabled, "" when not found
+    result: str = "success"  # success, exit-code
+    exec_main_status: int = 0
+    description: str | None = None
+
+
+@dataclass
+class PerfState:
+    """What benchmarks achieve on this node when it is healthy (faults lower it)."""
+
+    nccl_version: str | None = None  # 2.18.3+cuda12.2
+    nccl_allreduce_busbw_gbps: float | None = None  # peak busbw at the largest size, GB/s
+    ib_write_bw_gbps: float | None = None  # per port, Gb/s, GPUDirect
+    dcgm_version: str | None = None
+
+
+@dataclass
+class NodeState:
+    fixture: str
+    host: str
+    driver: DriverState
+    schema: str = SCHEMA
+    system: str | None = None  # "DGX A100", "HGX H100 8-GPU"
+    gpus: list[GpuState] = field(default_factory=list)
+    nvswitches: list[NvSwitchState] = field(default_factory=list)
+    ib_hcas: list[IbHcaState] = field(default_factory=list)
+    sm_present: bool = True
+    modules: list[ModuleState] = field(default_factory=list)
+    services: dict[str, ServiceState] = field(default_factory=dict)
+    kernel_log: list[str] = field(default_factory=list)
+    nccl_env: dict[str, str] = field(default_factory=dict)
+    perf: PerfState = field(default_factory=PerfState)
+    os_release: dict[str, str] = field(default_factory=dict)
+    uname: str | None = None
+
+    def gpu(self, index: int) -> GpuState:
+        """The GPU with NVML index ``index`` (IndexError when absent)."""
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        raise IndexError(f"no GPU {index} on {self.host}")
+
+    def hca(self, name: str) -> IbHcaState:
+        """The HCA named ``name`` (mlx5_0), KeyError when absent."""
+        for h in self.ib_hcas:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def module_loaded(self, name: str) -> bool:
+        return any(m.name == name for m in self.modules)
+
+
+def to_dict(state: NodeState) -> dict[str, Any]:
+    """The JSON document of ``state``."""
+    data: dict[str, Any] = to_jsonable(state)
+    return data
+
+
+def from_dict(data: Any, *, source: str = "state") -> NodeState:
+    """A :class:`NodeState` from its JSON document; InputError when it is not one."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: a simulated node state is a JSON object, not {type(data).__name__}")
+    schema = data.get("schema", SCHEMA)
+    if schema != SCHEMA:
+        raise InputError(f"{source}: unknown state schema {schema!r} (expected {SCHEMA})")
+    for key in ("fixture", "host", "driver"):
+        if key not in data:
+            raise InputError(f"{source}: state has no {key!r}")
+    try:
+        return from_jsonable(NodeState, data)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise InputError(f"{source}: malformed simulated node state: {exc}") from None
+
+
+def dumps(state: NodeState) -> str:
+    """The state as pretty JSON text (stable key order, trailing newline)."""
+    return json.dumps(to_dict(state), indent=2) + "\n"
+
+
+def load_state(path: str | os.PathLike[str]) -> NodeState:
+    """Read a state file; InputError naming the file (and line) when it is missing or not a state."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such simulated node state") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
+    return from_dict(data, source=str(p))
+
+
+def save_state(state: NodeState, path: str | os.PathLike[str]) -> None:
+    """Write ``state`` to ``path`` atomically: the old file stays whole until the new one is complete."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = to_dict(state)
+    # The temporary file lives beside the target so os.replace is a rename within one filesystem.
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The sidecar lock file of a state file (the state itself is replaced on write, so it can't hold a lock)."""
+    p = Path(path)
+    return p.with_name(p.name + ".lock")
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the exclusive lock of the state at ``path`` (blocking until other holders are done)."""
+    lp = lock_path(path)
+    lp.parent.mkdir(parents=True, exist_ok=True)
+    with open(lp, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def updating(path: str | os.PathLike[str]) -> Iterator[NodeState]:
+    """Read, let the caller change, and write back the state at ``path`` under the file lock.
+
+    Nothing is written when the body raises, so a simulated tool that refuses an operation leaves the
+    state as it found it::
+
+        with updating(path) as state:
+            state.gpu(0).persistence_mode = True
+    """
+    with locked(path):
+        state = load_state(path)
+        yield state
+        save_state(state, path)

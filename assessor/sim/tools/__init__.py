@@ -1,0 +1,98 @@
+"""Simulated command-line tools over a simulated node's state.
+
+Each tool is a function ``(args: list[str], session: Session) -> ToolResult`` (``args``
+without the program name) that prints what the real tool prints and refuses what it
+refuses. :func:`run_tool` dispatches by program name; shims on a PATH and the ``mock:``
+target both go through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assessor.sim.state import NodeState
+
+
+@dataclass
+class ToolResult:
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+@dataclass
+class Session:
+    """How a simulated tool reaches its node: a state file or an in-memory state.
+
+    With a ``path``, every read loads the file and every update is a locked, atomic
+    read-modify-write (two tools at once never lose a change). Without one, the tools
+    work on ``state`` in memory (a fresh ``mock:NAME`` node).
+    """
+
+    state: NodeState | None = None
+    path: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    euid: int = 0  # root unless told otherwise; -mig, -r, modprobe need root
+
+    def read(self) -> NodeState:
+        if self.path is not None:
+            from assessor.sim.state import load_state
+
+            return load_state(self.path)
+        if self.state is None:
+            raise RuntimeError("session has neither a state file nor a state")
+        return self.state
+
+    @contextlib.contextmanager
+    def update(self) -> Iterator[NodeState]:
+        if self.path is not None:
+            from assessor.sim.state import updating
+
+            with updating(self.path) as state:
+                yield state
+            return
+        yield self.read()
+
+
+Tool = Callable[[list[str], Session], ToolResult]
+
+# program name -> (module under assessor.sim.tools, function)
+TOOLS: dict[str, tuple[str, str]] = {
+    "nvidia-smi": ("nvidia_smi", "main"),
+    "ibstat": ("ib", "ibstat"),
+    "ibstatus": ("ib", "ibstatus"),
+    "ibv_devinfo": ("ib", "ibv_devinfo"),
+    "ib_write_bw": ("ib", "ib_write_bw"),
+    "lsmod": ("system", "lsmod"),
+    "dmesg": ("system", "dmesg"),
+    "journalctl": ("system", "journalctl"),
+    "systemctl": ("system", "systemctl"),
+    "modprobe": ("system", "modprobe"),
+    "cat": ("system", "cat"),
+    "uname": ("system", "uname"),
+    "dcgmi": ("dcgmi", "main"),
+    "all_reduce_perf": ("nccl", "all_reduce_perf"),
+    "all_gather_perf": ("nccl", "all_gather_perf"),
+}
+
+
+def tool(name: str) -> Tool | None:
+    entry = TOOLS.get(os.path.basename(name))
+    if entry is None:
+        return None
+    module = importlib.import_module(f"assessor.sim.tools.{entry[0]}")
+    func: Tool = getattr(module, entry[1])
+    return func
+
+
+def run_tool(argv: list[str], session: Session) -> ToolResult:
+    """Run a simulated tool; an unknown program answers like a shell: 127, command not found."""
+    func = tool(argv[0])
+    if func is None:
+        return ToolResult(127, "", f"bash: {argv[0]}: command not found\n")
+    return func(list(argv[1:]), session)

@@ -1,0 +1,449 @@
+"""Simulated InfiniBand tools: ``ibstat``, ``ibstatus``, ``ibv_devinfo`` and perftest's ``ib_write_bw``.
+
+They print the layouts of infiniband-diags, rdma-core and perftest (see ``corpus/ibstat``,
+``corpus/ibstatus``, ``corpus/ibv_devinfo``, ``corpus/perftest``) from the HCAs and ports of
+the node state. The tools only read: a port's state, rate and LIDs are whatever the state (or a
+fault) says, including the values a real Down or unconfigured port shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from assessor.sim.state import IbHcaState, IbPortState, NodeState
+from assessor.sim.tools import Session, ToolResult
+
+# sysfs numbering of port states and physical states (ibstatus prints "4: ACTIVE").
+_STATE_NUMBERS = {"Down": 1, "Initializing": 2, "Armed": 3, "Active": 4, "ActiveDefer": 5}
+_PHYS_NUMBERS = {
+    "Sleep": 1,
+    "Polling": 2,
+    "Disabled": 3,
+    "PortConfigurationTraining": 4,
+    "LinkUp": 5,
+    "LinkErrorRecovery": 6,
+    "PhyTest": 7,
+}
+# libibverbs enum names (ibv_devinfo "PORT_ACTIVE (4)", "LINK_UP (5)").
+_VERBS_STATES = {"Down": "PORT_DOWN", "Initializing": "PORT_INIT", "Armed": "PORT_ARMED", "Active": "PORT_ACTIVE"}
+_VERBS_PHYS = {
+    "Sleep": "SLEEP",
+    "Polling": "POLLING",
+    "Disabled": "DISABLED",
+    "PortConfigurationTraining": "PORT_CONFIGURATION_TRAINING",
+    "LinkUp": "LINK_UP",
+    "LinkErrorRecovery": "LINK_ERROR_RECOVERY",
+    "PhyTest": "PHY_TEST",
+}
+# IB speed name -> (per-lane Gb/s as ibv_devinfo -v prints it, verbs enum)
+_SPEEDS = {
+    "SDR": (2.5, 1),
+    "DDR": (5.0, 2),
+    "QDR": (10.0, 4),
+    "FDR10": (10.0, 8),
+    "FDR": (14.0, 16),
+    "EDR": (25.0, 32),
+    "HDR": (50.0, 64),
+    "NDR": (100.0, 128),
+    "XDR": (200.0, 256),
+}
+_WIDTH_ENUMS = {"1X": 1, "2X": 16, "4X": 2, "8X": 4, "12X": 8}
+_MELLANOX_VENDOR_ID = "0x02c9"
+
+
+def _rate(value: float) -> str:
+    """400.0 -> ``400``; 2.5 -> ``2.5`` (ibstat prints the rate without a fraction when it has none)."""
+    return f"{value:g}"
+
+
+def _lanes(width: str) -> int:
+    try:
+        return int(width.rstrip("Xx"))
+    except ValueError:
+        return 4
+
+
+def port_speed(port: IbPortState) -> str:
+    """The speed name of a port: the state's, else the one whose lane rate gives the port rate."""
+    if port.speed:
+        return port.speed
+    per_lane = port.rate_gbps / max(_lanes(port.width), 1)
+    for name, (lane, _) in _SPEEDS.items():
+        if abs(lane - per_lane) < 0.01 and name != "FDR10":
+            return name
+    return "SDR"
+
+
+def _cap_mask(port: IbPortState) -> str:
+    if port.capability_mask:
+        return port.capability_mask
+    # What ConnectX firmware reports: a full IB port mask, or the RoCE one (corpus/ibstat/02).
+    return "0xa751e848" if port.link_layer == "InfiniBand" else "0x00010000"
+
+
+def _select(state: NodeState, names: list[str]) -> tuple[list[IbHcaState], str | None]:
+    """The HCAs named (all when none is), or the first unknown name."""
+    if not names:
+        return list(state.ib_hcas), None
+    chosen = []
+    for name in names:
+        hca = next((h for h in state.ib_hcas if h.name == name), None)
+        if hca is None:
+            return [], name
+        chosen.append(hca)
+    return chosen, None
+
+
+def _pid(state: NodeState, salt: str) -> int:
+    """A deterministic process id for messages that print one."""
+    return 1000 + int(hashlib.sha256(f"{state.host}:{salt}".encode()).hexdigest()[:6], 16) % 4_000_000
+
+
+# ---- ibstat ----------------------------------------------------------------------------------
+
+
+def ibstat(args: list[str], session: Session) -> ToolResult:
+    """``ibstat [-l | -s | -p] [CA [port]]``: adapters and ports from the state."""
+    state = session.read()
+    flags = {a for a in args if a.startswith("-")}
+    positional = [a for a in args if not a.startswith("-")]
+    if flags - {"-l", "--list_of_cas", "-s", "--short", "-p", "--port_list"}:
+        bad = sorted(flags)[0]
+        return ToolResult(255, "", f"ibstat: invalid option -- '{bad.lstrip('-')}'\n")
+    if not state.ib_hcas:
+        # The sysfs class directory is empty (no RDMA driver loaded).
+        return ToolResult(255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: can't list IB device names: "
+                          "No such file or directory\n")
+    ca_names = positional[:1]
+    hcas, unknown = _select(state, ca_names)
+    if unknown is not None:
+        return ToolResult(
+            255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device '{unknown}' failed: "
+            "No such file or directory\n",
+        )
+    if flags & {"-l", "--list_of_cas"}:
+        return ToolResult(0, "".join(f"{h.name}\n" for h in hcas))
+    if flags & {"-p", "--port_list"}:
+        return ToolResult(0, "".join(f"{p.port_guid or h.node_guid}\n" for h in hcas for p in h.ports))
+    port_filter: int | None = None
+    if len(positional) > 1:
+        try:
+            port_filter = int(positional[1])
+        except ValueError:
+            return ToolResult(255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: invalid port number "
+                              f"'{positional[1]}'\n")
+    short = bool(flags & {"-s", "--short"})
+    out: list[str] = []
+    for hca in hcas:
+        ports = [p for p in hca.ports if port_filter is None or p.port == port_filter]
+        if port_filter is not None and not ports:
+            return ToolResult(255, "".join(out), f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device "
+                              f"'{hca.name}' port {port_filter} failed: No such file or directory\n")
+        out.append(f"CA '{hca.name}'\n")
+        out.append(f"\tCA type: {hca.ca_type}\n")
+        out.append(f"\tNumber of ports: {len(hca.ports)}\n")
+        out.append(f"\tFirmware version: {hca.firmware}\n")
+        out.append(f"\tHardware version: {hca.hw_version}\n")
+        out.append(f"\tNode GUID: {hca.node_guid}\n")
+        out.append(f"\tSystem image GUID: {hca.sys_image_guid}\n")
+        for port in ports:
+            out.append(f"\tPort {port.port}:\n")
+            out.append(f"\t\tState: {port.state}\n")
+            out.append(f"\t\tPhysical state: {port.physical_state}\n")
+            out.append(f"\t\tRate: {_rate(port.rate_gbps)}\n")
+            if short:
+                continue
+            out.append(f"\t\tBase lid: {port.base_lid}\n")
+            out.append(f"\t\tLMC: {port.lmc}\n")
+            out.append(f"\t\tSM lid: {port.sm_lid}\n")
+            out.append(f"\t\tCapability mask: {_cap_mask(port)}\n")
+            out.append(f"\t\tPort GUID: {port.port_guid or hca.node_guid}\n")
+            out.append(f"\t\tLink layer: {port.link_layer}\n")
+    return ToolResult(0, "".join(out))
+
+
+# ---- ibstatus --------------------------------------------------------------------------------
+
+
+def _gid(hca: IbHcaState, port: IbPortState) -> str:
+    """The default GID: the link-local prefix and the port GUID, in eight groups of four."""
+    guid = (port.port_guid or hca.node_guid).removeprefix("0x").rjust(16, "0")
+    groups = ["fe80", "0000", "0000", "0000"] + [guid[i : i + 4] for i in range(0, 16, 4)]
+    return ":".join(groups)
+
+
+def ibstatus(args: list[str], session: Session) -> ToolResult:
+    """``ibstatus [CA...]``: the sysfs view of each port (numbers before the state words)."""
+    state = session.read()
+    hcas, unknown = _select(state, [a for a in args if not a.startswith("-")])
+    if unknown is not None:
+        # The script globs /sys/class/infiniband/NAME and finds nothing.
+        return ToolResult(1, "", f"ls: cannot access '/sys/class/infiniband/{unknown}/ports': "
+                          "No such file or directory\n")
+    blocks = []
+    for hca in hcas:
+        for port in hca.ports:
+            state_no = _STATE_NUMBERS.get(port.state, 0)
+            phys_no = _PHYS_NUMBERS.get(port.physical_state, 0)
+            blocks.append(
+                f"Infiniband device '{hca.name}' port {port.port} status:\n"
+                f"\tdefault gid:\t {_gid(hca, port)}\n"
+                f"\tbase lid:\t {port.base_lid:#x}\n"
+                f"\tsm lid:\t\t {port.sm_lid:#x}\n"
+                f"\tstate:\t\t {state_no}: {port.state.upper()}\n"
+                f"\tphys state:\t {phys_no}: {port.physical_state}\n"
+                f"\trate:\t\t {_rate(port.rate_gbps)} Gb/sec ({port.width} {port_speed(port)})\n"
+                f"\tlink_layer:\t {port.link_layer}\n"
+            )
+    return ToolResult(0, "\n".join(blocks))
+
+
+# ---- ibv_devinfo -----------------------------------------------------------------------------
+
+
+def _colon_guid(guid: str) -> str:
+    """``0xa088c20300da6342`` -> ``a088:c203:00da:6342`` (how libibverbs prints a GUID)."""
+    digits = guid.removeprefix("0x").rjust(16, "0")
+    return ":".join(digits[i : i + 4] for i in range(0, 16, 4))
+
+
+def _part_id(hca: IbHcaState) -> int:
+    if hca.vendor_part_id is not None:
+        return hca.vendor_part_id
+    digits = "".join(c for c in hca.ca_type if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def _kv(indent: int, key: str, value: object, column: int) -> str:
+    """A ``key:<tabs>value`` line padded with tabs to ``column`` as ibv_devinfo does."""
+    text = "\t" * indent + f"{key}:"
+    width = indent * 8 + len(key) + 1
+    tabs = max(1, (column - width + 7) // 8)
+    return text + "\t" * tabs + f"{value}\n"
+
+
+def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
+    """``ibv_devinfo [-d DEV] [-i PORT] [-l] [-v]``: one ``hca_id`` block per device."""
+    state = session.read()
+    device: str | None = None
+    port_filter: int | None = None
+    verbose = False
+    list_only = False
+    it = iter(args)
+    for arg in it:
+        if arg in ("-d", "--ib-dev"):
+            device = next(it, None)
+        elif arg.startswith("--ib-dev="):
+            device = arg.split("=", 1)[1]
+        elif arg in ("-i", "--ib-port"):
+            value = next(it, "")
+            if not value.isdigit():
+                return ToolResult(255, "", f"Invalid port number: {value}\n")
+            port_filter = int(value)
+        elif arg in ("-v", "--verbose"):
+            verbose = True
+        elif arg in ("-l", "--list"):
+            list_only = True
+        else:
+            return ToolResult(255, "", f"ibv_devinfo: invalid option -- '{arg.lstrip('-')}'\n")
+    if not state.ib_hcas:
+        return ToolResult(255, "", "No IB devices found\n")
+    if list_only:
+        names = "".join(f"    {h.name}\n" for h in state.ib_hcas)
+        return ToolResult(0, f"{len(state.ib_hcas)} HCAs found:\n{names}")
+    hcas, unknown = _select(state, [device] if device else [])
+    if unknown is not None:
+        return ToolResult(255, "", f"IB device '{unknown}' wasn't found\n")
+    out: list[str] = []
+    for hca in hcas:
+        out.append(f"hca_id:\t{hca.name}\n")
+        out.append(_kv(1, "transport", "InfiniBand (0)", 40))
+        out.append(_kv(1, "fw_ver", hca.firmware, 40))
+        out.append(_kv(1, "node_guid", _colon_guid(hca.node_guid), 40))
+        out.append(_kv(1, "sys_image_guid", _colon_guid(hca.sys_image_guid), 40))
+        out.append(_kv(1, "vendor_id", _MELLANOX_VENDOR_ID, 40))
+        out.append(_kv(1, "vendor_part_id", _part_id(hca), 40))
+        out.append(_kv(1, "hw_ver", f"0x{hca.hw_version}" if hca.hw_version.isdigit() else hca.hw_version, 40))
+        if hca.board_id:
+            out.append(_kv(1, "board_id", hca.board_id, 40))
+        out.append(_kv(1, "phys_port_cnt", len(hca.ports), 40))
+        for port in hca.ports:
+            if port_filter is not None and port.port != port_filter:
+                continue
+            out.append(f"\t\tport:\t{port.port}\n")
+            verbs_state = _VERBS_STATES.get(port.state, "PORT_NOP")
+            out.append(_kv(3, "state", f"{verbs_state} ({_STATE_NUMBERS.get(port.state, 0)})", 48))
+            # RoCE ports run at the Ethernet MTU (1024 for a 1500-byte netdev); IB at 4096.
+            mtu = "4096 (5)" if port.link_layer == "InfiniBand" else "1024 (3)"
+            out.append(_kv(3, "max_mtu", "4096 (5)", 48))
+            out.append(_kv(3, "active_mtu", mtu, 48))
+            out.append(_kv(3, "sm_lid", port.sm_lid, 48))
+            out.append(_kv(3, "port_lid", port.base_lid, 48))
+            out.append(_kv(3, "port_lmc", f"0x{port.lmc:02x}", 48))
+            out.append(_kv(3, "link_layer", port.link_layer, 48))
+            if verbose:
+                speed = port_speed(port)
+                lane, speed_enum = _SPEEDS.get(speed, (2.5, 1))
+                width_enum = _WIDTH_ENUMS.get(port.width, 2)
+                out.append(_kv(3, "active_width", f"{port.width} ({width_enum})", 48))
+                out.append(_kv(3, "active_speed", f"{lane:.1f} Gbps ({speed_enum})", 48))
+                phys = _VERBS_PHYS.get(port.physical_state, "DISABLED")
+                out.append(_kv(3, "phys_state", f"{phys} ({_PHYS_NUMBERS.get(port.physical_state, 3)})", 48))
+        out.append("\n")
+    return ToolResult(0, "".join(out))
+
+
+# ---- ib_write_bw -----------------------------------------------------------------------------
+
+_RULE = "-" * 87 + "\n"
+_DEFAULT_SIZE = 65536
+_DEFAULT_ITERS = 5000
+# A single RC queue pair posts about 2.6 million writes a second (corpus/perftest/01): small
+# messages are bound by that message rate, large ones by the link.
+_MAX_MSG_RATE_MPPS = 2.64
+
+
+def write_bw_peak_gbits(state: NodeState, hca: IbHcaState, port: IbPortState, *, gpudirect: bool) -> float:
+    """What ``ib_write_bw`` reaches at large messages on this port, Gb/s.
+
+    The fixture's measured value when it has one (a healthy port of that model), never more than the
+    port's current rate allows; without GPUDirect the host memory path costs a few per cent.
+    """
+    line = port.rate_gbps * 0.98  # 64b/66b encoding and headers
+    healthy = state.perf.ib_write_bw_gbps
+    peak = min(healthy, line) if healthy is not None else line
+    return peak if gpudirect else peak * 0.985
+
+
+def _bw_at(size: int, peak: float) -> float:
+    """Bandwidth in Gb/s at one message size: message-rate bound, then link bound."""
+    rate_bound = size * 8 * _MAX_MSG_RATE_MPPS / 1000.0
+    return 1.0 / (1.0 / peak + 1.0 / rate_bound)
+
+
+def _perftest_size(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def ib_write_bw(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_write_bw`` (client side): header, QP addresses, one result row per size."""
+    state = session.read()
+    device: str | None = None
+    port_no = 1
+    size = _DEFAULT_SIZE
+    iters = _DEFAULT_ITERS
+    sweep = False
+    gbits = False
+    use_cuda: str | None = None
+    server: str | None = None
+    it = iter(args)
+    for arg in it:
+        if arg in ("-d", "--ib-dev"):
+            device = next(it, None)
+        elif arg in ("-i", "--ib-port"):
+            port_no = int(next(it, "1") or 1)
+        elif arg in ("-s", "--size"):
+            parsed = _perftest_size(next(it, ""))
+            if parsed is None or parsed < 1:
+                return ToolResult(1, "", " Invalid message size\n")
+            size = parsed
+        elif arg in ("-n", "--iters"):
+            iters = int(next(it, str(_DEFAULT_ITERS)) or _DEFAULT_ITERS)
+        elif arg in ("-a", "--all"):
+            sweep = True
+        elif arg in ("-R", "--report_gbits", "--report-gbits"):
+            gbits = True
+        elif arg == "--use_cuda" or arg == "--use-cuda":
+            use_cuda = next(it, "0")
+        elif arg.startswith("--use_cuda=") or arg.startswith("--use-cuda="):
+            use_cuda = arg.split("=", 1)[1]
+        elif arg in ("-x", "--gid-index", "-q", "--qp", "-D", "--duration", "-p", "--port", "-m", "--mtu"):
+            next(it, None)  # options with a value that do not change the simulated result
+        elif arg.startswith("-"):
+            continue  # -F, --cpu_util and other flags: accepted, no effect here
+        else:
+            server = arg
+    hca = next((h for h in state.ib_hcas if h.name == device), None) if device else (
+        state.ib_hcas[0] if state.ib_hcas else None
+    )
+    if hca is None:
+        name = device or "(first device)"
+        return ToolResult(1, "", f" IB device {name} not found\n Unable to find the Infiniband/RoCE device\n")
+    port = next((p for p in hca.ports if p.port == port_no), None)
+    if port is None:
+        return ToolResult(1, "", f" Port number {port_no} doesn't exist on {hca.name}\n Couldn't get context for the device\n")
+    if port.state != "Active":
+        words = {"Down": "Down", "Initializing": "Init", "Armed": "Armed"}
+        return ToolResult(
+            1, "",
+            f" Port number {port_no} state is {words.get(port.state, port.state)}\n"
+            " Couldn't set the link layer\n Couldn't get context for the device\n",
+        )
+    gpudirect = use_cuda is not None
+    if gpudirect:
+        gpu_ok = use_cuda is not None and use_cuda.isdigit() and any(
+            g.index == int(use_cuda) and not g.lost for g in state.gpus
+        )
+        if not gpu_ok:
+            return ToolResult(1, "", f"Couldn't init CUDA device {use_cuda}\n Couldn't create IB resources\n")
+        if not state.module_loaded("nvidia_peermem"):
+            # Without nvidia_peermem the HCA cannot register GPU memory.
+            return ToolResult(
+                1,
+                f"initializing CUDA\nusing CUDA device {use_cuda}\nallocated {size * 2} bytes of GPU buffer\n",
+                "Couldn't allocate MR\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n",
+            )
+    peak = write_bw_peak_gbits(state, hca, port, gpudirect=gpudirect)
+    sizes = [2**k for k in range(1, 24)] if sweep else [size]
+    link = "IB" if port.link_layer == "InfiniBand" else "Ethernet"
+    unit = "Gb/sec" if gbits else "MB/sec"
+    out = [_RULE, "                    RDMA_Write BW Test\n"]
+    out.append(f" Dual-port       : OFF\t\tDevice         : {hca.name}\n")
+    out.append(" Number of qps   : 1\t\tTransport type : IB\n")
+    out.append(" Connection type : RC\t\tUsing SRQ      : OFF\n")
+    out.append(" PCIe relax order: ON\n")
+    out.append(" ibv_wr* API     : ON\n")
+    out.append(" TX depth        : 128\n")
+    out.append(" CQ Moderation   : 100\n")
+    out.append(f" Mtu             : {'4096' if link == 'IB' else '1024'}[B]\n")
+    out.append(f" Link type       : {link}\n")
+    if link == "Ethernet":
+        out.append(" GID index       : 3\n")
+    out.append(" Max inline data : 0[B]\n")
+    out.append(" rdma_cm QPs\t : OFF\n")
+    out.append(" Data ex. method : Ethernet\n")
+    out.append(_RULE)
+    seed = int(hashlib.sha256(f"{state.host}:{hca.name}".encode()).hexdigest()[:8], 16)
+    local_lid = port.base_lid
+    out.append(
+        f" local address: LID {local_lid:#06x} QPN {seed % 0xFFFF:#06x} PSN {seed % 0xFFFFFF:#08x} "
+        f"RKey {seed % 0xFFFFF:#08x} VAddr {0x7F0000000000 + seed % 0xFFFFFFF * 0x1000:#016x}\n"
+    )
+    remote_lid = local_lid + 1 if server not in (None, "localhost", "127.0.0.1") else local_lid
+    out.append(
+        f" remote address: LID {remote_lid:#06x} QPN {(seed >> 3) % 0xFFFF:#06x} PSN {(seed >> 5) % 0xFFFFFF:#08x} "
+        f"RKey {(seed >> 7) % 0xFFFFF:#08x} VAddr {0x7F0000000000 + (seed >> 2) % 0xFFFFFFF * 0x1000:#016x}\n"
+    )
+    out.append(_RULE)
+    out.append(f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]\n")
+    for s in sizes:
+        average = _bw_at(s, peak)
+        top = average * 1.0004
+        msg_rate = average * 1000.0 / (8 * s)
+        if not gbits:
+            top, average = top * 1000 / 8, average * 1000 / 8  # Gb/s -> MB/s (perftest's MB is 10^6)
+        out.append(f" {s:<10d} {iters:<10d}       {top:<7.2f}            {average:<7.2f}\t\t   {msg_rate:<7.6f}\n")
+    out.append(_RULE)
+    text = "".join(out)
+    if server is None:
+        # Without a peer the real tool is the server side: it waits, then prints only the header.
+        banner = (
+            "\n************************************\n"
+            "* Waiting for client to connect... *\n"
+            "************************************\n"
+        )
+        return ToolResult(0, banner + text.split(" #bytes", 1)[0] + _RULE)
+    return ToolResult(0, text)

@@ -1,0 +1,626 @@
+"""``nvidia-smi -q`` (text), ``-q -x`` (XML) and ``--query-gpu=... --format=csv`` from a node state.
+
+The XML follows the R535 layout (``nvsmi_device_v12.dtd``, corpus ``nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml``);
+the text follows the R565 ``-q`` of an H100 (corpus ``nvml/nvidia_smi_q_H100_SXM_gpu0.txt``). Both say ``N/A``
+where the state says ``None``, and, as the real driver does, report row remapping as ``N/A`` while MIG mode is on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from xml.sax.saxutils import escape
+
+from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState
+from assessor.sim.tools.nvidia_smi_common import enabled
+
+NA = "N/A"
+
+# State throttle-reason keys in the order nvidia-smi lists them, with their XML tag suffix and -q label.
+_REASONS: list[tuple[str, str, str]] = [
+    ("gpu_idle", "gpu_idle", "Idle"),
+    ("applications_clocks_setting", "applications_clocks_setting", "Applications Clocks Setting"),
+    ("sw_power_cap", "sw_power_cap", "SW Power Cap"),
+    ("hw_slowdown", "hw_slowdown", "HW Slowdown"),
+    ("hw_thermal_slowdown", "hw_thermal_slowdown", "HW Thermal Slowdown"),
+    ("hw_power_brake_slowdown", "hw_power_brake_slowdown", "HW Power Brake Slowdown"),
+    ("sync_boost", "sync_boost", "Sync Boost"),
+    ("sw_thermal_slowdown", "sw_thermal_slowdown", "SW Thermal Slowdown"),
+    ("display_clock_setting", "display_clocks_setting", "Display Clock Setting"),
+]
+
+
+def timestamp(now: datetime | None = None) -> str:
+    """nvidia-smi's timestamp: ``Fri Aug  4 11:44:30 2023``."""
+    return (now or datetime.now()).strftime("%a %b %e %H:%M:%S %Y")
+
+
+def remap_visible(gpu: GpuState) -> bool:
+    """Row remapping is reported (not N/A): supported, and MIG mode off (the driver hides it in MIG mode)."""
+    return gpu.remapped_rows is not None and not gpu.mig_mode_current
+
+
+def memory_free_mib(gpu: GpuState) -> int:
+    return max(gpu.memory_total_mib - gpu.memory_reserved_mib - gpu.memory_used_mib, 0)
+
+
+def throttle_mask(gpu: GpuState) -> int:
+    mask = 0
+    for reason in gpu.throttle_reasons:
+        mask |= THROTTLE_REASON_BITS.get(reason, 0)
+    return mask
+
+
+def mig_uuid(gpu: GpuState, gi_id: int, ci_id: int) -> str:
+    """A deterministic MIG device UUID (MIG-8-4-4-4-12) for a GPU's GI/CI pair."""
+    h = hashlib.sha256(f"{gpu.uuid}:{gi_id}:{ci_id}".encode()).hexdigest()
+    return f"MIG-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _watts(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f} W"
+
+
+def _temp(value: int | None) -> str:
+    return NA if value is None else f"{value} C"
+
+
+def _mhz(clocks: dict[str, int], key: str) -> str:
+    value = clocks.get(key)
+    return NA if value is None else f"{value} MHz"
+
+
+def _yes(value: bool) -> str:
+    return "Yes" if value else "No"
+
+
+# ---------------------------------------------------------------- XML
+
+
+class _Xml:
+    """An indented XML writer (4 spaces a level, as nvidia-smi writes it)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def leaf(self, tag: str, value: object) -> None:
+        self.lines.append(f"{'    ' * self.depth}<{tag}>{escape(str(value))}</{tag}>")
+
+    def open(self, tag: str, attrs: str = "") -> None:
+        self.lines.append(f"{'    ' * self.depth}<{tag}{attrs}>")
+        self.depth += 1
+
+    def close(self, tag: str) -> None:
+        self.depth -= 1
+        self.lines.append(f"{'    ' * self.depth}</{tag}>")
+
+    def empty(self, tag: str) -> None:
+        self.lines.append(f"{'    ' * self.depth}<{tag} />")
+
+
+def render_xml(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
+    """``nvidia-smi -q -x`` of ``gpus`` (attached_gpus counts every GPU NVML sees)."""
+    x = _Xml()
+    x.lines += ['<?xml version="1.0" encoding="UTF-8"?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">']
+    x.open("nvidia_smi_log")
+    x.leaf("timestamp", timestamp(now))
+    x.leaf("driver_version", state.driver.version)
+    x.leaf("cuda_version", state.driver.cuda_version)
+    x.leaf("attached_gpus", sum(1 for g in state.gpus if not g.lost))
+    for gpu in gpus:
+        _xml_gpu(x, state, gpu)
+    x.close("nvidia_smi_log")
+    return "\n".join(x.lines) + "\n"
+
+
+def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
+    x.open("gpu", f' id="{g.bus_id}"')
+    x.leaf("product_name", g.name)
+    x.leaf("product_brand", "NVIDIA")
+    x.leaf("product_architecture", g.architecture)
+    x.leaf("display_mode", "Enabled")
+    x.leaf("display_active", "Disabled")
+    x.leaf("persistence_mode", enabled(g.persistence_mode))
+    x.leaf("addressing_mode", "None")
+    x.open("mig_mode")
+    x.leaf("current_mig", enabled(g.mig_mode_current if g.mig_supported else None))
+    x.leaf("pending_mig", enabled(g.mig_mode_pending if g.mig_supported else None))
+    x.close("mig_mode")
+    if g.mig_supported and g.mig_mode_current:
+        _xml_mig_devices(x, g)
+    x.leaf("accounting_mode", "Disabled")
+    x.leaf("accounting_mode_buffer_size", 4000)
+    x.open("driver_model")
+    x.leaf("current_dm", NA)
+    x.leaf("pending_dm", NA)
+    x.close("driver_model")
+    x.leaf("serial", g.serial)
+    x.leaf("uuid", g.uuid)
+    x.leaf("minor_number", NA if g.minor_number is None else g.minor_number)
+    x.leaf("vbios_version", g.vbios)
+    x.leaf("multigpu_board", "No")
+    x.leaf("board_id", f"0x{int(g.bus_id.split(':')[1], 16) << 8:x}")
+    x.leaf("board_part_number", g.board_part_number or NA)
+    x.leaf("gpu_part_number", NA)
+    x.leaf("gpu_fru_part_number", NA)
+    x.leaf("gpu_module_id", g.index + 1)
+    x.open("gpu_reset_status")
+    x.leaf("reset_required", _yes(_reset_required(g)))
+    x.leaf("drain_and_reset_recommended", "No")
+    x.close("gpu_reset_status")
+    x.leaf("gsp_firmware_version", state.driver.version if g.architecture != "Ampere" else NA)
+    _xml_pci(x, g)
+    x.leaf("fan_speed", NA)
+    x.leaf("performance_state", g.performance_state)
+    x.open("clocks_event_reasons")
+    for key, tag, _label in _REASONS:
+        x.leaf(f"clocks_event_reason_{tag}", "Active" if key in g.throttle_reasons else "Not Active")
+    x.close("clocks_event_reasons")
+    x.open("fb_memory_usage")
+    x.leaf("total", f"{g.memory_total_mib} MiB")
+    x.leaf("reserved", f"{g.memory_reserved_mib} MiB")
+    x.leaf("used", f"{g.memory_used_mib} MiB")
+    x.leaf("free", f"{memory_free_mib(g)} MiB")
+    x.close("fb_memory_usage")
+    x.leaf("compute_mode", g.compute_mode)
+    x.open("utilization")
+    util = NA if g.mig_mode_current else "0 %"
+    for tag in ("gpu_util", "memory_util", "encoder_util", "decoder_util", "jpeg_util", "ofa_util"):
+        x.leaf(tag, util)
+    x.close("utilization")
+    x.open("ecc_mode")
+    x.leaf("current_ecc", enabled(g.ecc_mode_current))
+    x.leaf("pending_ecc", enabled(g.ecc_mode_pending))
+    x.close("ecc_mode")
+    _xml_ecc(x, g)
+    _xml_retired(x, g)
+    _xml_remapped(x, g)
+    x.open("temperature")
+    x.leaf("gpu_temp", _temp(g.temperature_c))
+    x.leaf("gpu_temp_tlimit", NA)
+    x.leaf("gpu_temp_max_threshold", _temp(g.temperature_shutdown_c))
+    x.leaf("gpu_temp_slow_threshold", _temp(g.temperature_slowdown_c))
+    x.leaf("gpu_temp_max_gpu_threshold", _temp(g.temperature_max_operating_c))
+    x.leaf("gpu_target_temperature", NA)
+    x.leaf("memory_temp", _temp(g.temperature_memory_c))
+    x.leaf("gpu_temp_max_mem_threshold", _temp(g.temperature_memory_max_c))
+    x.close("temperature")
+    x.open("gpu_power_readings")
+    x.leaf("power_state", g.performance_state)
+    x.leaf("power_draw", _watts(g.power_draw_w))
+    x.leaf("current_power_limit", _watts(g.power_limit_w))
+    x.leaf("requested_power_limit", _watts(g.power_limit_w))
+    x.leaf("default_power_limit", _watts(g.power_default_limit_w))
+    x.leaf("min_power_limit", _watts(g.power_min_limit_w))
+    x.leaf("max_power_limit", _watts(g.power_max_limit_w))
+    x.close("gpu_power_readings")
+    for section, keys in (
+        ("clocks", ("graphics", "sm", "memory", "video")),
+        ("max_clocks", ("graphics", "sm", "memory", "video")),
+    ):
+        source = g.clocks_mhz if section == "clocks" else g.max_clocks_mhz
+        x.open(section)
+        for key in keys:
+            tag = "mem_clock" if key == "memory" else f"{key}_clock"
+            x.leaf(tag, _mhz(source, key))
+        x.close(section)
+    x.open("fabric")
+    x.leaf("state", g.fabric_state or NA)
+    x.leaf("status", g.fabric_status or NA)
+    x.close("fabric")
+    if g.processes:
+        x.open("processes")
+        for p in g.processes:
+            x.open("process_info")
+            x.leaf("gpu_instance_id", NA)
+            x.leaf("compute_instance_id", NA)
+            x.leaf("pid", p.pid)
+            x.leaf("type", p.type)
+            x.leaf("process_name", p.name)
+            x.leaf("used_memory", f"{p.used_memory_mib} MiB")
+            x.close("process_info")
+        x.close("processes")
+    else:
+        x.empty("processes")
+    x.empty("accounted_processes")
+    x.close("gpu")
+
+
+def _reset_required(g: GpuState) -> bool:
+    return bool(g.remapped_rows is not None and g.remapped_rows.pending)
+
+
+def _xml_mig_devices(x: _Xml, g: GpuState) -> None:
+    devices = [(gi, ci) for gi in sorted(g.mig_instances, key=lambda i: i.gi_id) for ci in gi.compute_instances]
+    if not devices:
+        x.leaf("mig_devices", "None")
+        return
+    x.open("mig_devices")
+    for index, (gi, ci) in enumerate(devices):
+        x.open("mig_device")
+        x.leaf("index", index)
+        x.leaf("gpu_instance_id", gi.gi_id)
+        x.leaf("compute_instance_id", ci.ci_id)
+        x.close("mig_device")
+    x.close("mig_devices")
+
+
+def _xml_pci(x: _Xml, g: GpuState) -> None:
+    domain, bus, devfn = g.bus_id.split(":")
+    x.open("pci")
+    x.leaf("pci_bus", bus)
+    x.leaf("pci_device", devfn.split(".")[0])
+    x.leaf("pci_domain", domain[-4:])
+    x.leaf("pci_device_id", f"{g.pci_device_id:08X}")
+    x.leaf("pci_bus_id", g.bus_id)
+    x.leaf("pci_sub_system_id", f"{g.pci_subsystem_id:08X}")
+    x.open("pci_gpu_link_info")
+    x.open("pcie_gen")
+    x.leaf("max_link_gen", g.pcie_gen_max)
+    x.leaf("current_link_gen", g.pcie_gen_current)
+    x.leaf("device_current_link_gen", g.pcie_gen_current)
+    x.leaf("max_device_link_gen", g.pcie_gen_max)
+    x.leaf("max_host_link_gen", g.pcie_gen_max)
+    x.close("pcie_gen")
+    x.open("link_widths")
+    x.leaf("max_link_width", f"{g.pcie_width_max}x")
+    x.leaf("current_link_width", f"{g.pcie_width_current}x")
+    x.close("link_widths")
+    x.close("pci_gpu_link_info")
+    x.leaf("replay_counter", 0)
+    x.leaf("replay_rollover_counter", 0)
+    x.close("pci")
+
+
+def _xml_ecc(x: _Xml, g: GpuState) -> None:
+    x.open("ecc_errors")
+    on = bool(g.ecc_mode_current)
+    for scope, corrected, uncorrected in (
+        ("volatile", g.ecc.volatile_corrected, g.ecc.volatile_uncorrected),
+        ("aggregate", g.ecc.aggregate_corrected, g.ecc.aggregate_uncorrected),
+    ):
+        # HBM errors are DRAM errors; the SRAM counters stay at zero.
+        x.open(scope)
+        x.leaf("sram_correctable", 0 if on else NA)
+        x.leaf("sram_uncorrectable", 0 if on else NA)
+        x.leaf("dram_correctable", corrected if on else NA)
+        x.leaf("dram_uncorrectable", uncorrected if on else NA)
+        x.close(scope)
+    x.close("ecc_errors")
+
+
+def _xml_retired(x: _Xml, g: GpuState) -> None:
+    r = g.retired_pages
+    x.open("retired_pages")
+    x.open("multiple_single_bit_retirement")
+    x.leaf("retired_count", NA if r is None else r.single_bit)
+    x.leaf("retired_pagelist", NA)
+    x.close("multiple_single_bit_retirement")
+    x.open("double_bit_retirement")
+    x.leaf("retired_count", NA if r is None else r.double_bit)
+    x.leaf("retired_pagelist", NA)
+    x.close("double_bit_retirement")
+    x.leaf("pending_blacklist", NA if r is None else _yes(r.pending))
+    x.leaf("pending_retirement", NA if r is None else _yes(r.pending))
+    x.close("retired_pages")
+
+
+def _xml_remapped(x: _Xml, g: GpuState) -> None:
+    rows = g.remapped_rows
+    if rows is None or not remap_visible(g):
+        x.leaf("remapped_rows", NA)
+        return
+    x.open("remapped_rows")
+    x.leaf("remapped_row_corr", rows.correctable)
+    x.leaf("remapped_row_unc", rows.uncorrectable)
+    x.leaf("remapped_row_pending", _yes(rows.pending))
+    x.leaf("remapped_row_failure", _yes(rows.failure))
+    x.open("remapped_row_histogram")
+    x.leaf("row_remap_histogram_max", f"{_banks(g)} bank(s)")
+    for level in ("high", "partial", "low", "none"):
+        x.leaf(f"row_remap_histogram_{level}", "0 bank(s)")
+    x.close("remapped_row_histogram")
+    x.close("remapped_rows")
+
+
+def _banks(g: GpuState) -> int:
+    # Spare-row banks grow with the HBM: 2560 on an 80 GB H100 (corpus -q); roughly one per 32 MiB.
+    return max(g.memory_total_mib // 32, 1)
+
+
+# ---------------------------------------------------------------- text (-q)
+
+
+class _Text:
+    """``Key : value`` lines with the colon in column 43, as nvidia-smi -q aligns them."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def kv(self, depth: int, key: str, value: object) -> None:
+        self.lines.append(f"{'    ' * depth}{key}".ljust(42) + f": {value}")
+
+    def head(self, depth: int, title: str) -> None:
+        self.lines.append(f"{'    ' * depth}{title}")
+
+
+def render_text(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
+    """``nvidia-smi -q`` of ``gpus``."""
+    t = _Text()
+    t.lines += ["", "==============NVSMI LOG==============", ""]
+    t.kv(0, "Timestamp", timestamp(now))
+    t.kv(0, "Driver Version", state.driver.version)
+    t.kv(0, "CUDA Version", state.driver.cuda_version)
+    t.lines.append("")
+    t.kv(0, "Attached GPUs", sum(1 for g in state.gpus if not g.lost))
+    for g in gpus:
+        _text_gpu(t, state, g)
+    return "\n".join(t.lines) + "\n"
+
+
+def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
+    t.head(0, f"GPU {g.bus_id}")
+    t.kv(1, "Product Name", g.name)
+    t.kv(1, "Product Brand", "NVIDIA")
+    t.kv(1, "Product Architecture", g.architecture)
+    t.kv(1, "Display Mode", "Enabled")
+    t.kv(1, "Display Active", "Disabled")
+    t.kv(1, "Persistence Mode", enabled(g.persistence_mode))
+    t.kv(1, "Addressing Mode", "None")
+    t.head(1, "MIG Mode")
+    t.kv(2, "Current", enabled(g.mig_mode_current if g.mig_supported else None))
+    t.kv(2, "Pending", enabled(g.mig_mode_pending if g.mig_supported else None))
+    t.kv(1, "Accounting Mode", "Disabled")
+    t.kv(1, "Accounting Mode Buffer Size", 4000)
+    t.kv(1, "Serial Number", g.serial)
+    t.kv(1, "GPU UUID", g.uuid)
+    t.kv(1, "Minor Number", NA if g.minor_number is None else g.minor_number)
+    t.kv(1, "VBIOS Version", g.vbios)
+    t.kv(1, "MultiGPU Board", "No")
+    t.kv(1, "Board Part Number", g.board_part_number or NA)
+    t.head(1, "GPU Reset Status")
+    t.kv(2, "Reset Required", _yes(_reset_required(g)))
+    t.kv(2, "Drain and Reset Recommended", "No")
+    t.head(1, "PCI")
+    domain, bus, devfn = g.bus_id.split(":")
+    t.kv(2, "Bus", f"0x{bus}")
+    t.kv(2, "Device", f"0x{devfn.split('.')[0]}")
+    t.kv(2, "Domain", f"0x{domain[-4:]}")
+    t.kv(2, "Device Id", f"0x{g.pci_device_id:08X}")
+    t.kv(2, "Bus Id", g.bus_id)
+    t.kv(2, "Sub System Id", f"0x{g.pci_subsystem_id:08X}")
+    t.head(2, "GPU Link Info")
+    t.head(3, "PCIe Generation")
+    t.kv(4, "Max", g.pcie_gen_max)
+    t.kv(4, "Current", g.pcie_gen_current)
+    t.kv(4, "Device Current", g.pcie_gen_current)
+    t.kv(4, "Device Max", g.pcie_gen_max)
+    t.kv(4, "Host Max", g.pcie_gen_max)
+    t.head(3, "Link Width")
+    t.kv(4, "Max", f"{g.pcie_width_max}x")
+    t.kv(4, "Current", f"{g.pcie_width_current}x")
+    t.kv(1, "Fan Speed", NA)
+    t.kv(1, "Performance State", g.performance_state)
+    t.head(1, "Clocks Event Reasons")
+    for key, _tag, label in _REASONS:
+        depth = 3 if key in ("hw_thermal_slowdown", "hw_power_brake_slowdown") else 2
+        t.kv(depth, label, "Active" if key in g.throttle_reasons else "Not Active")
+    t.head(1, "FB Memory Usage")
+    t.kv(2, "Total", f"{g.memory_total_mib} MiB")
+    t.kv(2, "Reserved", f"{g.memory_reserved_mib} MiB")
+    t.kv(2, "Used", f"{g.memory_used_mib} MiB")
+    t.kv(2, "Free", f"{memory_free_mib(g)} MiB")
+    t.kv(1, "Compute Mode", g.compute_mode)
+    t.head(1, "ECC Mode")
+    t.kv(2, "Current", enabled(g.ecc_mode_current))
+    t.kv(2, "Pending", enabled(g.ecc_mode_pending))
+    t.head(1, "ECC Errors")
+    on = bool(g.ecc_mode_current)
+    for scope, corrected, uncorrected in (
+        ("Volatile", g.ecc.volatile_corrected, g.ecc.volatile_uncorrected),
+        ("Aggregate", g.ecc.aggregate_corrected, g.ecc.aggregate_uncorrected),
+    ):
+        t.head(2, scope)
+        t.kv(3, "SRAM Correctable", 0 if on else NA)
+        t.kv(3, "SRAM Uncorrectable", 0 if on else NA)
+        t.kv(3, "DRAM Correctable", corrected if on else NA)
+        t.kv(3, "DRAM Uncorrectable", uncorrected if on else NA)
+    r = g.retired_pages
+    t.head(1, "Retired Pages")
+    t.kv(2, "Single Bit ECC", NA if r is None else r.single_bit)
+    t.kv(2, "Double Bit ECC", NA if r is None else r.double_bit)
+    t.kv(2, "Pending Page Blacklist", NA if r is None else _yes(r.pending))
+    rows = g.remapped_rows
+    if rows is None or not remap_visible(g):
+        t.kv(1, "Remapped Rows", NA)
+    else:
+        t.head(1, "Remapped Rows")
+        t.kv(2, "Correctable Error", rows.correctable)
+        t.kv(2, "Uncorrectable Error", rows.uncorrectable)
+        t.kv(2, "Pending", _yes(rows.pending))
+        t.kv(2, "Remapping Failure Occurred", _yes(rows.failure))
+    t.head(1, "Temperature")
+    t.kv(2, "GPU Current Temp", _temp(g.temperature_c))
+    t.kv(2, "GPU Shutdown Temp", _temp(g.temperature_shutdown_c))
+    t.kv(2, "GPU Slowdown Temp", _temp(g.temperature_slowdown_c))
+    t.kv(2, "GPU Max Operating Temp", _temp(g.temperature_max_operating_c))
+    t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
+    t.kv(2, "Memory Max Operating Temp", _temp(g.temperature_memory_max_c))
+    t.head(1, "GPU Power Readings")
+    t.kv(2, "Power Draw", _watts(g.power_draw_w))
+    t.kv(2, "Current Power Limit", _watts(g.power_limit_w))
+    t.kv(2, "Requested Power Limit", _watts(g.power_limit_w))
+    t.kv(2, "Default Power Limit", _watts(g.power_default_limit_w))
+    t.kv(2, "Min Power Limit", _watts(g.power_min_limit_w))
+    t.kv(2, "Max Power Limit", _watts(g.power_max_limit_w))
+    for title, source in (("Clocks", g.clocks_mhz), ("Max Clocks", g.max_clocks_mhz)):
+        t.head(1, title)
+        for key, label in (("graphics", "Graphics"), ("sm", "SM"), ("memory", "Memory"), ("video", "Video")):
+            t.kv(2, label, _mhz(source, key))
+    t.head(1, "Fabric")
+    t.kv(2, "State", g.fabric_state or NA)
+    t.kv(2, "Status", g.fabric_status or NA)
+    t.kv(2, "CliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
+    if g.processes:
+        t.head(1, "Processes")
+        for p in g.processes:
+            t.kv(2, "GPU instance ID", NA)
+            t.kv(2, "Compute instance ID", NA)
+            t.kv(2, "Process ID", p.pid)
+            t.kv(3, "Type", p.type)
+            t.kv(3, "Name", p.name)
+            t.kv(3, "Used GPU Memory", f"{p.used_memory_mib} MiB")
+    else:
+        t.kv(1, "Processes", "None")
+    t.lines.append("")
+
+
+# ---------------------------------------------------------------- --query-gpu
+
+
+@dataclass(frozen=True)
+class Field:
+    unit: str | None  # MiB, W, %, MHz: in the header ([MiB]) and after the value, unless nounits
+    value: Callable[[NodeState, GpuState], object]  # None: [N/A]
+
+
+def _pstate_mig(g: GpuState, pending: bool) -> str | None:
+    if not g.mig_supported:
+        return None
+    return enabled(g.mig_mode_pending if pending else g.mig_mode_current)
+
+
+def _ecc(value: bool | None) -> str | None:
+    return None if value is None else enabled(value)
+
+
+def _rows(g: GpuState, attr: str) -> object:
+    if g.remapped_rows is None or not remap_visible(g):
+        return None
+    value = getattr(g.remapped_rows, attr)
+    return _yes(value) if isinstance(value, bool) else value
+
+
+def _ecc_count(g: GpuState, attr: str) -> int | None:
+    return getattr(g.ecc, attr) if g.ecc_mode_current else None
+
+
+FIELDS: dict[str, Field] = {
+    "timestamp": Field(None, lambda s, g: datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]),
+    "driver_version": Field(None, lambda s, g: s.driver.version),
+    "count": Field(None, lambda s, g: sum(1 for x in s.gpus if not x.lost)),
+    "index": Field(None, lambda s, g: g.index),
+    "name": Field(None, lambda s, g: g.name),
+    "serial": Field(None, lambda s, g: g.serial),
+    "uuid": Field(None, lambda s, g: g.uuid),
+    "pci.bus_id": Field(None, lambda s, g: g.bus_id),
+    "pci.domain": Field(None, lambda s, g: "0x" + g.bus_id.split(":")[0][-4:]),
+    "pci.bus": Field(None, lambda s, g: "0x" + g.bus_id.split(":")[1]),
+    "pci.device_id": Field(None, lambda s, g: f"0x{g.pci_device_id:08X}"),
+    "pci.sub_device_id": Field(None, lambda s, g: f"0x{g.pci_subsystem_id:08X}"),
+    "vbios_version": Field(None, lambda s, g: g.vbios),
+    "persistence_mode": Field(None, lambda s, g: enabled(g.persistence_mode)),
+    "compute_mode": Field(None, lambda s, g: g.compute_mode),
+    "pstate": Field(None, lambda s, g: g.performance_state),
+    "pcie.link.gen.current": Field(None, lambda s, g: g.pcie_gen_current),
+    "pcie.link.gen.gpucurrent": Field(None, lambda s, g: g.pcie_gen_current),
+    "pcie.link.gen.max": Field(None, lambda s, g: g.pcie_gen_max),
+    "pcie.link.gen.gpumax": Field(None, lambda s, g: g.pcie_gen_max),
+    "pcie.link.gen.hostmax": Field(None, lambda s, g: g.pcie_gen_max),
+    "pcie.link.width.current": Field(None, lambda s, g: g.pcie_width_current),
+    "pcie.link.width.max": Field(None, lambda s, g: g.pcie_width_max),
+    "fan.speed": Field("%", lambda s, g: None),
+    "memory.total": Field("MiB", lambda s, g: g.memory_total_mib),
+    "memory.reserved": Field("MiB", lambda s, g: g.memory_reserved_mib),
+    "memory.used": Field("MiB", lambda s, g: g.memory_used_mib),
+    "memory.free": Field("MiB", lambda s, g: memory_free_mib(g)),
+    "utilization.gpu": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "utilization.memory": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "temperature.gpu": Field(None, lambda s, g: g.temperature_c),
+    "temperature.memory": Field(None, lambda s, g: g.temperature_memory_c),
+    "power.draw": Field("W", lambda s, g: f"{g.power_draw_w:.2f}"),
+    "power.limit": Field("W", lambda s, g: f"{g.power_limit_w:.2f}"),
+    "enforced.power.limit": Field("W", lambda s, g: f"{g.power_limit_w:.2f}"),
+    "power.default_limit": Field("W", lambda s, g: _opt_w(g.power_default_limit_w)),
+    "power.min_limit": Field("W", lambda s, g: _opt_w(g.power_min_limit_w)),
+    "power.max_limit": Field("W", lambda s, g: _opt_w(g.power_max_limit_w)),
+    "clocks.sm": Field("MHz", lambda s, g: g.clocks_mhz.get("sm")),
+    "clocks.gr": Field("MHz", lambda s, g: g.clocks_mhz.get("graphics")),
+    "clocks.mem": Field("MHz", lambda s, g: g.clocks_mhz.get("memory")),
+    "clocks.max.sm": Field("MHz", lambda s, g: g.max_clocks_mhz.get("sm")),
+    "clocks.max.gr": Field("MHz", lambda s, g: g.max_clocks_mhz.get("graphics")),
+    "clocks.max.mem": Field("MHz", lambda s, g: g.max_clocks_mhz.get("memory")),
+    "clocks_throttle_reasons.active": Field(None, lambda s, g: f"0x{throttle_mask(g):016X}"),
+    "ecc.mode.current": Field(None, lambda s, g: _ecc(g.ecc_mode_current)),
+    "ecc.mode.pending": Field(None, lambda s, g: _ecc(g.ecc_mode_pending)),
+    "ecc.errors.corrected.volatile.total": Field(None, lambda s, g: _ecc_count(g, "volatile_corrected")),
+    "ecc.errors.uncorrected.volatile.total": Field(None, lambda s, g: _ecc_count(g, "volatile_uncorrected")),
+    "ecc.errors.corrected.aggregate.total": Field(None, lambda s, g: _ecc_count(g, "aggregate_corrected")),
+    "ecc.errors.uncorrected.aggregate.total": Field(None, lambda s, g: _ecc_count(g, "aggregate_uncorrected")),
+    "remapped_rows.correctable": Field(None, lambda s, g: _rows(g, "correctable")),
+    "remapped_rows.uncorrectable": Field(None, lambda s, g: _rows(g, "uncorrectable")),
+    "remapped_rows.pending": Field(None, lambda s, g: _rows(g, "pending")),
+    "remapped_rows.failure": Field(None, lambda s, g: _rows(g, "failure")),
+    "mig.mode.current": Field(None, lambda s, g: _pstate_mig(g, pending=False)),
+    "mig.mode.pending": Field(None, lambda s, g: _pstate_mig(g, pending=True)),
+}
+
+# nvidia-smi's other spellings of the same fields.
+ALIASES = {
+    "gpu_name": "name",
+    "gpu_serial": "serial",
+    "gpu_uuid": "uuid",
+    "gpu_bus_id": "pci.bus_id",
+    "pci.device": "pci.device_id",
+    "persistence.mode": "persistence_mode",
+    "performance_state": "pstate",
+    "clocks_event_reasons.active": "clocks_throttle_reasons.active",
+    "clocks.current.sm": "clocks.sm",
+    "clocks.current.graphics": "clocks.gr",
+    "clocks.current.memory": "clocks.mem",
+    "clocks.max.graphics": "clocks.max.gr",
+    "clocks.max.memory": "clocks.max.mem",
+    "clocks.max.sm": "clocks.max.sm",
+    "power.draw.instant": "power.draw",
+    "power.management.limit": "power.limit",
+}
+
+
+def _opt_w(value: float | None) -> str | None:
+    return None if value is None else f"{value:.2f}"
+
+
+def field_of(name: str) -> Field | None:
+    """The :class:`Field` nvidia-smi knows as ``name`` (or an alias of it), None when it is not a field."""
+    key = name.strip()
+    return FIELDS.get(ALIASES.get(key, key))
+
+
+def render_csv(
+    state: NodeState, gpus: list[GpuState], names: list[str], *, header: bool = True, units: bool = True
+) -> str:
+    """``--query-gpu=NAMES --format=csv[,noheader][,nounits]`` rows for ``gpus`` (names already validated)."""
+    fields = [(name.strip(), field_of(name)) for name in names]
+    lines: list[str] = []
+    if header:
+        lines.append(
+            ", ".join(
+                f"{name} [{f.unit}]" if units and f is not None and f.unit is not None else name for name, f in fields
+            )
+        )
+    for gpu in gpus:
+        cells = []
+        for _name, f in fields:
+            assert f is not None  # validated by the caller
+            value = f.value(state, gpu)
+            if value is None:
+                cells.append("[N/A]")
+            elif units and f.unit is not None:
+                cells.append(f"{value} {f.unit}")
+            else:
+                cells.append(str(value))
+        lines.append(", ".join(cells))
+    return "".join(line + "\n" for line in lines)

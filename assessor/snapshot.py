@@ -1,0 +1,144 @@
+"""Snapshots: a directory of raw tool outputs, one file per source (DESIGN.md, Snapshot files).
+
+``meta.json`` (command, exit code, duration, stderr excerpt per file; host; time; version)
+is optional when reading: a directory of raw files pasted by a user is a valid snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+
+META = "meta.json"
+
+
+def known_files() -> dict[str, str]:
+    """Snapshot file name -> parser kind."""
+    from assessor.parsers import KINDS
+
+    return {k.file: k.name for k in KINDS.values() if k.file}
+
+
+@dataclass
+class Source:
+    """One captured source: its text and how the capture of it went."""
+
+    file: str
+    text: str | None = None
+    status: str = "ok"  # ok, missing (tool not installed), failed, timeout, unreadable
+    exit_code: int | None = None
+    command: str | None = None
+    duration_s: float | None = None
+    stderr: str | None = None
+    message: str | None = None  # why it is not ok, in words
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            k: v
+            for k, v in {
+                "command": self.command,
+                "status": self.status,
+                "exit_code": self.exit_code,
+                "duration_s": self.duration_s,
+                "stderr": self.stderr,
+                "message": self.message,
+            }.items()
+            if v is not None
+        }
+
+
+@dataclass
+class Snapshot:
+    sources: dict[str, Source] = field(default_factory=dict)
+    host: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def validate_dir(directory: Path | str) -> Path:
+    """The path, or InputError when it is not a snapshot directory with something usable in it."""
+    path = Path(directory)
+    if not path.exists():
+        raise InputError(f"{path}: snapshot directory does not exist")
+    if not path.is_dir():
+        raise InputError(f"{path}: not a directory (a snapshot is a directory of tool outputs)")
+    names = {*known_files(), META}
+    if not any((path / name).exists() for name in names):
+        expected = ", ".join(sorted(known_files()))
+        raise InputError(f"{path}: holds nothing usable (no known tool output; expected files such as {expected})")
+    return path
+
+
+def read(directory: Path | str) -> Snapshot:
+    """Read a snapshot directory; InputError when it does not exist or holds nothing usable."""
+    path = validate_dir(directory)
+    meta: dict[str, Any] = {}
+    meta_path = path / META
+    if meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            line = getattr(exc, "lineno", None)
+            raise InputError(f"{meta_path}{':' + str(line) if line else ''}: unreadable meta.json: {exc}") from None
+        if not isinstance(meta, dict):
+            raise InputError(f"{meta_path}: meta.json must be a JSON object")
+    files_meta: dict[str, Any] = meta.get("files") or {}
+    snap = Snapshot(host=meta.get("host"), meta=meta, path=path)
+    for name in known_files():
+        info = files_meta.get(name) or {}
+        file = path / name
+        if not file.exists():
+            if info:  # capture recorded why the file is absent (tool missing, failed)
+                snap.sources[name] = _source_from_meta(name, None, info)
+            continue
+        try:
+            text = file.read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            snap.sources[name] = Source(name, None, "unreadable", message=f"{file}: cannot read: {exc.strerror or exc}")
+            continue
+        snap.sources[name] = _source_from_meta(name, text, info)
+    if not snap.sources:
+        expected = ", ".join(sorted(known_files()))
+        raise InputError(f"{path}: holds nothing usable (no known tool output; expected files such as {expected})")
+    if snap.host is None:
+        snap.host = _host_from_uname(snap.sources.get("uname.txt"))
+    return snap
+
+
+def _source_from_meta(name: str, text: str | None, info: dict[str, Any]) -> Source:
+    return Source(
+        name,
+        text,
+        status=str(info.get("status", "ok" if text is not None else "missing")),
+        exit_code=info.get("exit_code"),
+        command=info.get("command"),
+        duration_s=info.get("duration_s"),
+        stderr=info.get("stderr"),
+        message=info.get("message"),
+    )
+
+
+def _host_from_uname(source: Source | None) -> str | None:
+    if source is None or not source.text:
+        return None
+    parts = source.text.split()
+    return parts[1] if len(parts) > 1 else None
+
+
+def write(snap: Snapshot, directory: Path | str, extra_meta: dict[str, Any] | None = None) -> Path:
+    """Write a snapshot directory with its meta.json."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    for source in snap.sources.values():
+        if source.text is not None:
+            (path / source.file).write_text(source.text, encoding="utf-8")
+    meta = dict(extra_meta or {})
+    meta["host"] = snap.host
+    meta["files"] = {name: s.to_meta() for name, s in sorted(snap.sources.items())}
+    (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    snap.path = path
+    return path

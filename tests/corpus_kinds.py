@@ -1,0 +1,34 @@
+"""Which parser kind reads which corpus file (every file of a supported kind is listed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# (glob under the corpus, parser kind)
+CORPUS_KINDS: tuple[tuple[str, str], ...] = (
+    ("nvidia_smi_xml/*.xml", "nvidia-smi-xml"),
+    ("nvidia_smi_topo/*.txt", "nvidia-smi-topo"),
+    ("nvml/topo_m_*.txt", "nvidia-smi-topo"),
+    ("nvml/nvidia_smi_L_*.txt", "nvidia-smi-list"),
+    ("nvml/mig_lgi_*.txt", "nvidia-smi-mig-lgi"),
+    ("nvml/mig_lgip_*.txt", "nvidia-smi-mig-lgip"),
+    ("nvml/mig_lgipp_*.txt", "nvidia-smi-mig-lgipp"),
+    ("ibstat/*.txt", "ibstat"),
+    ("ibstatus/*.txt", "ibstat"),
+    ("ibv_devinfo/*.txt", "ibv-devinfo"),
+    ("perftest/*.txt", "ib-write-bw"),
+    ("dmesg_xid/*.txt", "dmesg"),
+    ("fabricmanager/0[23]_*.txt", "systemctl-show"),
+    ("nccl_tests/*.txt", "nccl-tests"),
+    ("nccl_debug/*.txt", "nccl-debug"),
+    ("nccl_debug/01_*.txt", "nccl-tests"),
+    ("nccl_warn/*.txt", "nccl-debug"),
+    ("dcgmi_diag/*.txt", "dcgmi-diag"),
+)
+
+
+def corpus_files(corpus: Path) -> list[tuple[Path, str]]:
+    out = []
+    for pattern, kind in CORPUS_KINDS:
+        out.extend((path, kind) for path in sorted(corpus.glob(pattern)))
+    return out

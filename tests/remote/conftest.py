@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sshbed import SshBed, sshd_available
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshBed]:
+    """Five loopback sshd nodes (simulated HGX H100) plus special ones for fault cases."""
+    if not sshd_available():
+        pytest.fail("sshd is not installed: run scripts/setup.sh (it installs openssh-server)")
+    root = tmp_path_factory.mktemp("bed")
+    bed = SshBed(root).setup(5)
+    # a command that hangs, a connection dropped mid-capture, a node without NVIDIA tools
+    bed.add_node("hangs", "hgx-h100", extra_bin={"ibstat": "exec sleep 60"})
+    bed.add_node("drops", "hgx-h100", extra_bin={"lsmod": "kill -KILL $PPID; sleep 5"})
+    bed.add_node("bare", "hgx-h100", shims=False)
+    bed.write_known_hosts()
+    bed.start()
+    yield bed
+    bed.stop()
+
+
+@pytest.fixture()
+def fresh(bed: SshBed) -> SshBed:
+    for node in bed.nodes:
+        node.reset()
+    return bed
+
+
+def node(bed: SshBed, name: str):  # noqa: ANN201
+    return next(n for n in bed.nodes if n.name == name)
+
+
+def write_inventory(bed: SshBed, tmp: Path, names: list[str], extra: str = "") -> Path:
+    return bed.inventory(tmp / "lab.yml", [node(bed, n) for n in names], extra)

@@ -1,0 +1,247 @@
+"""The mock NVML answers like pynvml over real NVML: same shapes, same (real) exception classes."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from pathlib import Path
+
+import pynvml
+import pytest
+
+from assessor.sim.fixtures import load_fixture
+from assessor.sim.mock_nvml import MockNvml
+from assessor.sim.state import ComputeInstanceState, GpuInstanceState, NodeState, save_state
+
+
+def started(state: NodeState) -> MockNvml:
+    nvml = MockNvml(state)
+    nvml.nvmlInit()
+    return nvml
+
+
+@pytest.fixture
+def h100() -> Iterator[MockNvml]:
+    nvml = started(load_fixture("hgx-h100"))
+    yield nvml
+    nvml.nvmlShutdown()
+
+
+def test_every_call_before_init_is_uninitialized_as_in_pynvml() -> None:
+    nvml = MockNvml(load_fixture("hgx-h100"))
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        nvml.nvmlDeviceGetCount()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        nvml.nvmlSystemGetDriverVersion()
+
+
+def test_calls_after_the_last_shutdown_are_uninitialized_again() -> None:
+    nvml = started(load_fixture("pcie-l40s"))
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    nvml.nvmlShutdown()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        nvml.nvmlDeviceGetName(handle)
+
+
+def test_init_refuses_a_driver_library_and_kernel_module_mismatch() -> None:
+    state = load_fixture("dgx-a100")
+    state.driver.version = "535.161.08"  # user space upgraded, the old kernel module still loaded
+    with pytest.raises(pynvml.NVMLError_LibRmVersionMismatch) as err:
+        MockNvml(state).nvmlInit()
+    assert str(err.value) == "RM has detected an NVML/RM version mismatch."
+
+
+def test_init_without_the_kernel_module_is_driver_not_loaded() -> None:
+    state = load_fixture("pcie-l40s")
+    state.driver.loaded = False
+    with pytest.raises(pynvml.NVMLError_DriverNotLoaded):
+        MockNvml(state).nvmlInit()
+
+
+def test_system_queries_return_pynvml_shapes() -> None:
+    nvml = started(load_fixture("dgx-a100"))
+    assert nvml.nvmlSystemGetDriverVersion() == "535.129.03"
+    assert nvml.nvmlSystemGetCudaDriverVersion() == 12020
+    assert nvml.nvmlDeviceGetCount() == 8
+
+
+def test_constants_and_exception_classes_are_pynvml_s_own(h100: MockNvml) -> None:
+    assert h100.NVMLError_NotSupported is pynvml.NVMLError_NotSupported
+    assert h100.NVML_TEMPERATURE_GPU == pynvml.NVML_TEMPERATURE_GPU
+    assert h100.c_nvmlGpuInstance_t is pynvml.c_nvmlGpuInstance_t
+    with pytest.raises(AttributeError):
+        _ = h100.nvmlNoSuchFunction
+
+
+def test_a_pynvml_function_the_mock_does_not_simulate_is_function_not_found(h100: MockNvml) -> None:
+    handle = h100.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        h100.nvmlDeviceGetFanSpeed(handle)
+
+
+def test_device_queries_return_units_and_types_as_pynvml(h100: MockNvml) -> None:
+    h = h100.nvmlDeviceGetHandleByIndex(3)
+    assert h100.nvmlDeviceGetName(h) == "NVIDIA H100 80GB HBM3"
+    pci = h100.nvmlDeviceGetPciInfo(h)
+    assert isinstance(pci, pynvml.nvmlPciInfo_t)
+    # pynvml's own structure: nvidia-ml-py 12+ decodes its char arrays, so busId reads as str, as from real NVML
+    assert pci.busId == "00000000:5D:00.0"
+    assert (pci.bus, pci.pciDeviceId) == (0x5D, 0x233010DE)
+    memory = h100.nvmlDeviceGetMemoryInfo(h)
+    assert memory.total == 81559 * 1024 * 1024  # bytes
+    assert memory.free + memory.used == memory.total
+    assert h100.nvmlDeviceGetPowerUsage(h) == 85300  # milliwatts
+    assert h100.nvmlDeviceGetEnforcedPowerLimit(h) == 700000
+    assert h100.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM) == 2619  # MHz
+    assert h100.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) == 1980
+    assert h100.nvmlDeviceGetPersistenceMode(h) == pynvml.NVML_FEATURE_ENABLED
+    assert h100.nvmlDeviceGetEccMode(h) == [1, 1]
+    assert h100.nvmlDeviceGetMigMode(h) == [0, 0]
+    assert h100.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU) == 30
+    assert h100.nvmlDeviceGetTemperatureThreshold(h, pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN) == 92
+    assert (h100.nvmlDeviceGetCurrPcieLinkGeneration(h), h100.nvmlDeviceGetMaxPcieLinkWidth(h)) == (5, 16)
+    assert h100.nvmlDeviceGetCurrentClocksEventReasons(h) == pynvml.nvmlClocksEventReasonGpuIdle
+    assert h100.nvmlDeviceGetArchitecture(h) == pynvml.NVML_DEVICE_ARCH_HOPPER
+
+
+def test_row_remapping_is_a_four_tuple_and_retired_pages_are_not_supported_on_hbm(h100: MockNvml) -> None:
+    state = h100.state
+    assert state is not None
+    state.gpus[2].remapped_rows.correctable = 3  # type: ignore[union-attr]
+    state.gpus[2].remapped_rows.pending = True  # type: ignore[union-attr]
+    h = h100.nvmlDeviceGetHandleByIndex(2)
+    assert h100.nvmlDeviceGetRemappedRows(h) == (3, 0, 1, 0)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        h100.nvmlDeviceGetRetiredPagesPendingStatus(h)
+
+
+def test_retired_pages_are_not_supported_on_a100_either() -> None:
+    nvml = started(load_fixture("dgx-a100"))
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetRetiredPagesPendingStatus(nvml.nvmlDeviceGetHandleByIndex(0))
+
+
+def test_ecc_counters_are_read_with_pynvml_s_type_and_counter_constants(h100: MockNvml) -> None:
+    assert h100.state is not None
+    h100.state.gpus[1].ecc.aggregate_corrected = 42
+    h = h100.nvmlDeviceGetHandleByIndex(1)
+    corrected, aggregate = pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, pynvml.NVML_AGGREGATE_ECC
+    assert h100.nvmlDeviceGetTotalEccErrors(h, corrected, aggregate) == 42
+    assert h100.nvmlDeviceGetTotalEccErrors(h, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC) == 0
+
+
+def test_nvlink_past_the_last_link_is_an_invalid_argument() -> None:
+    for name, links in (("dgx-a100", 12), ("hgx-h100", 18)):
+        nvml = started(load_fixture(name))
+        h = nvml.nvmlDeviceGetHandleByIndex(0)
+        assert nvml.nvmlDeviceGetNvLinkState(h, links - 1) == pynvml.NVML_FEATURE_ENABLED
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            nvml.nvmlDeviceGetNvLinkState(h, links)
+
+
+def test_an_inactive_link_and_its_error_counters_show_through() -> None:
+    state = load_fixture("hgx-h100")
+    state.gpus[4].nvlinks[7].active = False
+    state.gpus[4].nvlinks[7].errors["replay"] = 12
+    nvml = started(state)
+    h = nvml.nvmlDeviceGetHandleByIndex(4)
+    assert nvml.nvmlDeviceGetNvLinkState(h, 7) == pynvml.NVML_FEATURE_DISABLED
+    assert nvml.nvmlDeviceGetNvLinkErrorCounter(h, 7, pynvml.NVML_NVLINK_ERROR_DL_REPLAY) == 12
+
+
+def test_l40s_has_no_mig_no_nvlink_and_no_fabric() -> None:
+    nvml = started(load_fixture("pcie-l40s"))
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetMigMode(h)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetNvLinkState(h, 0)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(pynvml.c_nvmlGpuFabricInfo_t()))
+
+
+def test_fabric_info_fills_pynvml_s_structure(h100: MockNvml) -> None:
+    info = pynvml.c_nvmlGpuFabricInfo_t()
+    h = h100.nvmlDeviceGetHandleByIndex(0)
+    assert h100.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(info)) == pynvml.NVML_SUCCESS
+    assert info.state == pynvml.NVML_GPU_FABRIC_STATE_COMPLETED
+    assert info.status == pynvml.NVML_SUCCESS
+
+
+def test_an_empty_mig_device_slot_is_not_found_and_past_the_slots_invalid() -> None:
+    state = load_fixture("dgx-a100")
+    state.gpus[0].mig_mode_current = state.gpus[0].mig_mode_pending = True
+    nvml = started(state)
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    assert nvml.nvmlDeviceGetMaxMigDeviceCount(h) == 7
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, 7)
+
+
+def _mig_h100() -> NodeState:
+    state = load_fixture("hgx-h100")
+    gpu = state.gpus[0]
+    gpu.mig_mode_current = gpu.mig_mode_pending = True
+    gpu.mig_instances = [
+        GpuInstanceState(2, 9, "3g.40gb", 0, 4, [ComputeInstanceState(0, 2, "3g.40gb", 0, 3)]),
+        GpuInstanceState(9, 19, "1g.10gb", 6, 1, []),
+    ]
+    return state
+
+
+def test_gpu_instances_are_listed_into_a_ctypes_array_like_real_nvml() -> None:
+    nvml = started(_mig_h100())
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(h, pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE)
+    assert (info.id, info.name, info.instanceCount) == (9, "MIG 3g.40gb", 2)
+    handles = (pynvml.c_nvmlGpuInstance_t * info.instanceCount)()
+    count = ctypes.c_uint(0)
+    nvml.nvmlDeviceGetGpuInstances(h, info.id, handles, ctypes.byref(count))
+    assert count.value == 1
+    gi = nvml.nvmlGpuInstanceGetInfo(handles[0])
+    assert isinstance(gi, pynvml.c_nvmlGpuInstanceInfo_t)
+    assert (gi.id, gi.profileId, gi.placement.start, gi.placement.size) == (2, 9, 0, 4)
+
+
+def test_mig_device_handles_cover_compute_instances_only() -> None:
+    nvml = started(_mig_h100())
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)
+    assert nvml.nvmlDeviceGetGpuInstanceId(mig) == 2
+    assert nvml.nvmlDeviceGetComputeInstanceId(mig) == 0
+    assert nvml.nvmlDeviceGetName(mig) == "NVIDIA H100 80GB HBM3 MIG 3g.40gb"
+    assert nvml.nvmlDeviceGetUUID(mig).startswith("MIG-")
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, 1)  # GI 9 has no compute instance: no MIG device
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        nvml.nvmlDeviceGetGpuInstanceById(h, 5)
+
+
+def test_a_handle_that_is_not_one_is_an_invalid_argument(h100: MockNvml) -> None:
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        h100.nvmlDeviceGetName("GPU-0")
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        h100.nvmlDeviceGetHandleByIndex(8)
+
+
+def test_a_gpu_that_fell_off_the_bus_is_lost(h100: MockNvml) -> None:
+    assert h100.state is not None
+    h100.state.gpus[5].lost = True
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        h100.nvmlDeviceGetTemperature(h100.nvmlDeviceGetHandleByIndex(5), pynvml.NVML_TEMPERATURE_GPU)
+
+
+def test_a_mock_over_a_state_file_rereads_it_at_init(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    state = load_fixture("hgx-h200")
+    save_state(state, path)
+    nvml = MockNvml(path=path)
+    nvml.nvmlInit()
+    assert nvml.nvmlDeviceGetPersistenceMode(nvml.nvmlDeviceGetHandleByIndex(0)) == 1
+    nvml.nvmlShutdown()
+    state.gpus[0].persistence_mode = False
+    save_state(state, path)
+    nvml.nvmlInit()
+    assert nvml.nvmlDeviceGetPersistenceMode(nvml.nvmlDeviceGetHandleByIndex(0)) == 0

@@ -1,0 +1,187 @@
+"""The SSH test bed: real OpenSSH servers on loopback, each a simulated GPU node.
+
+Every node is its own ``sshd`` on 127.0.0.1 with its own host key; its sessions get a PATH
+that starts with the simulator's shims and a ``GPULAB_SIM_STATE`` pointing at the node's own
+state file (sshd's ``SetEnv``). Nothing listens beyond the loopback address.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Node:
+    name: str
+    port: int
+    directory: Path
+    fixture: str
+    pid: int | None = None
+
+    @property
+    def state(self) -> Path:
+        return self.directory / "state.json"
+
+    @property
+    def host_key(self) -> Path:
+        return self.directory / "ssh_host_ed25519_key"
+
+    def known_hosts_line(self) -> str:
+        key = (self.directory / "ssh_host_ed25519_key.pub").read_text().split()
+        return f"[127.0.0.1]:{self.port} {key[0]} {key[1]}"
+
+    def reset(self, host: str | None = None) -> None:
+        """Back to the fresh fixture."""
+        from assessor.sim.fixtures import load_fixture
+        from assessor.sim.state import save_state
+
+        save_state(load_fixture(self.fixture, host=host or self.name), self.state)
+
+
+@dataclass
+class SshBed:
+    root: Path
+    nodes: list[Node] = field(default_factory=list)
+    user: str = field(default_factory=getpass.getuser)
+
+    @property
+    def client_key(self) -> Path:
+        return self.root / "client_ed25519"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.root / "known_hosts"
+
+    @property
+    def shims(self) -> Path:
+        return self.root / "bin"
+
+    def setup(self, count: int, fixture: str = "hgx-h100") -> SshBed:
+        from assessor.sim.shims import write_shims
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
+        _keygen(self.client_key)
+        write_shims(self.shims)
+        for i in range(count):
+            self.add_node(f"node{i + 1:02d}", fixture)
+        self.write_known_hosts()
+        return self
+
+    def add_node(self, name: str, fixture: str, *, extra_bin: dict[str, str] | None = None,
+                 shims: bool = True) -> Node:
+        """A node; ``extra_bin`` puts scripts (name -> sh body) ahead of the shims on its PATH."""
+        node = Node(name, free_port(), self.root / name, fixture)
+        node.directory.mkdir(parents=True, exist_ok=True)
+        _keygen(node.host_key)
+        node.reset()
+        authorized = node.directory / "authorized_keys"
+        authorized.write_text((self.client_key.with_suffix(".pub")).read_text())
+        dirs = [str(self.shims)] if shims else []
+        if extra_bin:
+            own = node.directory / "bin"
+            own.mkdir(exist_ok=True)
+            for tool, body in extra_bin.items():
+                (own / tool).write_text("#!/bin/sh\n" + body + "\n")
+                (own / tool).chmod(0o755)
+            dirs.insert(0, str(own))
+        path = ":".join([*dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"])
+        config = node.directory / "sshd_config"
+        config.write_text(
+            "\n".join(
+                [
+                    f"Port {node.port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {node.host_key}",
+                    f"AuthorizedKeysFile {authorized}",
+                    f"PidFile {node.directory / 'sshd.pid'}",
+                    "StrictModes no",
+                    "UsePAM no",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PermitRootLogin prohibit-password",
+                    f"AllowUsers {self.user}",
+                    "MaxStartups 200",
+                    "MaxSessions 50",
+                    f"SetEnv PATH={path} GPULAB_SIM_STATE={node.state}",
+                    "",
+                ]
+            )
+        )
+        self.nodes.append(node)
+        return node
+
+    def write_known_hosts(self) -> None:
+        self.known_hosts.write_text("".join(n.known_hosts_line() + "\n" for n in self.nodes))
+
+    def start(self) -> SshBed:
+        for node in self.nodes:
+            self.start_node(node)
+        return self
+
+    def start_node(self, node: Node) -> None:
+        log = node.directory / "sshd.log"
+        proc = subprocess.Popen(
+            [SSHD, "-D", "-f", str(node.directory / "sshd_config"), "-E", str(log)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        node.pid = proc.pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"sshd for {node.name} exited: {log.read_text() if log.exists() else ''}")
+            try:
+                with socket.create_connection(("127.0.0.1", node.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"sshd for {node.name} did not listen on {node.port}")
+
+    def stop_node(self, node: Node) -> None:
+        if node.pid is not None:
+            try:
+                os.kill(node.pid, signal.SIGTERM)
+                os.waitpid(node.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            node.pid = None
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            self.stop_node(node)
+
+    def inventory(self, path: Path, nodes: list[Node] | None = None, extra: str = "") -> Path:
+        """A YAML Ansible inventory of the bed's nodes (group ``gpu``), plus ``extra`` host lines."""
+        lines = ["all:", "  vars:", f"    ansible_user: {self.user}",
+                 f"    ansible_ssh_private_key_file: {self.client_key}", "  children:", "    gpu:", "      hosts:"]
+        for node in nodes or self.nodes:
+            lines.append(f"        {node.name}: {{ansible_host: 127.0.0.1, ansible_port: {node.port}}}")
+        path.write_text("\n".join(lines) + "\n" + extra)
+        return path
+
+
+def _keygen(path: Path) -> None:
+    if not path.exists():
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+def sshd_available() -> bool:
+    return Path(SSHD).exists()
