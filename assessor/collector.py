@@ -4,7 +4,8 @@
 :class:`assessor.sim.mock_nvml.MockNvml` on a simulated node, and calls only pynvml functions. A query the GPU
 does not support (``NVMLError_NotSupported``, or a function the installed driver lacks) leaves its field
 ``None``; any other NVML error on one query leaves the field ``None`` too and is recorded in
-``NodeFacts.problems["gpus"]``, so one bad GPU never stops the collection.
+``NodeFacts.problems["gpus"]``, so one bad GPU never stops the collection. A GPU that fell off the bus
+(``NVMLError_GpuIsLost``) is listed with its index only, and recorded once.
 
 MIG instances (when a GPU's current MIG mode is enabled) are read the way ``nvidia-smi mig -lgi`` reads
 them: for each GPU instance profile (``nvmlDeviceGetGpuInstanceProfileInfo`` over the profile indices, giving
@@ -81,6 +82,8 @@ class _Session:
         nvml = self.nvml
         try:
             return func(*args)
+        except nvml.NVMLError_GpuIsLost:
+            raise  # the whole GPU is gone: collect() records it once and moves to the next GPU
         except nvml.NVMLError as exc:
             if not isinstance(exc, (nvml.NVMLError_NotSupported, nvml.NVMLError_FunctionNotFound)):
                 self.problems.append(f"{what}: {exc}")
@@ -116,12 +119,18 @@ def collect(nvml: Any) -> NodeFacts:
             if handle is None:
                 gpus.append(Gpu(index=index))
                 continue
-            gpu = _gpu(s, index, handle)
+            try:
+                gpu = _gpu(s, index, handle)
+            except nvml.NVMLError_GpuIsLost as exc:
+                s.problems.append(f"GPU {index}: {exc}")
+                gpus.append(Gpu(index=index))
+                continue
             gpus.append(gpu)
             if gpu.mig_mode_current is not None:
                 mig_capable = True  # MIG instances are known (maybe none) once one GPU speaks MIG
             if gpu.mig_mode_current:
-                mig.extend(_mig_instances(s, index, handle))
+                with contextlib.suppress(nvml.NVMLError_GpuIsLost):
+                    mig.extend(_mig_instances(s, index, handle))
         facts = NodeFacts(driver=driver, gpus=gpus, mig_instances=mig if mig_capable else None)
         if s.problems:
             facts.problems["gpus"] = "; ".join(s.problems)

@@ -153,7 +153,7 @@ def test_a_lost_gpu_is_recorded_as_a_problem_and_the_others_are_still_collected(
     facts = facts_of(state)
     assert facts.gpus is not None and len(facts.gpus) == 8
     assert facts.gpus[3].name is None and facts.gpus[4].name == "NVIDIA H100 80GB HBM3"
-    assert "GPU 3" in facts.problems["gpus"] and "GPU is lost" in facts.problems["gpus"]
+    assert facts.problems["gpus"] == "GPU 3: GPU is lost"
 
 
 def test_a_driver_library_mismatch_is_a_gpulab_error_with_nvml_s_message() -> None:
@@ -213,3 +213,21 @@ def test_the_nvml_parser_names_the_line_of_broken_json() -> None:
 def test_the_nvml_parser_refuses_json_that_is_not_an_object() -> None:
     with pytest.raises(ParseError, match="JSON object"):
         parse("nvml", "[1, 2]")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "profile"),
+    [("dgx-a100", "dgx-a100"), ("hgx-h100", "hgx-h100"), ("hgx-h200", "hgx-h200"), ("pcie-l40s", "any-gpu-node")],
+)
+def test_a_healthy_fixture_passes_the_nvml_checks_of_its_readiness_profile(fixture: str, profile: str) -> None:
+    from assessor.profiles import load
+    from assessor.runner import run_profile
+
+    results = run_profile(facts_of(fixture), load(profile))
+    bad = [(r.check, r.status, r.message) for r in results if r.status in ("fail", "warn", "error")]
+    assert bad == []
+    passed = {r.check for r in results if r.status == "pass"}
+    # what NVML alone can prove; the rest (IB, NCCL, services...) needs the simulated tools and skips here
+    assert {"driver.loaded", "gpu.count", "gpu.ecc_mode", "gpu.row_remap", "gpu.throttle", "gpu.temperature"} <= passed
+    if fixture != "pcie-l40s":
+        assert {"gpu.model", "gpu.nvlink", "gpu.pcie_link", "fabric.state"} <= passed

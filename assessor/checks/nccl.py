@@ -220,7 +220,7 @@ def _auto_bool(value: Any) -> bool | None:
 @check(
     "nccl.transport",
     title="NCCL transport",
-    facts=("nccl",),
+    facts=("nccl", "ib_ports"),
     params=(
         Param("multi_node", "bool", ref.AUTO, "whether the run spans nodes ('auto': from the ranks' hosts)"),
         Param(
@@ -240,7 +240,7 @@ def _auto_bool(value: Any) -> bool | None:
         "ibstat). No GDRDMA: `modprobe nvidia_peermem` and check the GPU-NIC PCIe affinity (topo.nic_affinity)."
     ),
 )
-def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
+def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:  # noqa: C901
     run: NcclRun = need(facts, "nccl")
     debug = run.debug
     if debug.network is None and not debug.transports:
@@ -279,6 +279,21 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=expected,
             hint="make the HCAs visible to NCCL: ibstat, rdma-core and /dev/infiniband in the container, "
             "NCCL_IB_HCA; check ib.ports_active",
+        )
+    active_hcas = sorted({p.ca for p in facts.ib_ports or () if p.state == "Active"})
+    if is_socket and active_hcas:
+        # One node needs no network, but sockets on a node with live HCAs mean NCCL cannot see them,
+        # and every multi-node job started from here will crawl.
+        cause = "NET/IB : No device found, then Using network Socket" if debug.ib_no_device else "Using network Socket"
+        return result(
+            "nccl.transport",
+            "fail",
+            f"NCCL fell back to sockets ({cause}) although {len(active_hcas)} HCAs are Active "
+            f"({', '.join(active_hcas[:4])}{', ...' if len(active_hcas) > 4 else ''})",
+            observed={**observed, "active_hcas": len(active_hcas)},
+            expected={**expected, "network": "IB"},
+            hint="make the HCAs visible to NCCL: check NCCL_IB_HCA names Active HCAs, rdma-core and "
+            "/dev/infiniband in the container, and NCCL_IB_DISABLE is not set",
         )
     if multi and not is_ib:
         return result(

@@ -232,7 +232,11 @@ def _kernel_log(spec: dict[str, Any], state: NodeState) -> list[str]:
             0.31,
         )
     else:
-        emit(f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {drv.kernel_module_version}  {drv.build_date or ''}", 0.31)
+        emit(
+            f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {drv.kernel_module_version}"
+            f"  {drv.build_date or ''}".rstrip(),
+            0.31,
+        )
     emit(
         "nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms  "
         f"{drv.kernel_module_version}  {drv.build_date or ''}".rstrip(),

@@ -19,6 +19,9 @@ Handles are opaque ctypes pointers of pynvml's own handle types (they are never 
 into pynvml's structures and arrays exactly like real handles: ``nvmlDeviceGetGpuInstances`` fills a
 ``(c_nvmlGpuInstance_t * n)()`` array and ``nvmlGpuInstanceGetInfo`` returns a real ``c_nvmlGpuInstanceInfo_t``.
 
+MIG profiles (names, sizes, engines, placements) come from :mod:`assessor.sim.mig`, the same tables the
+simulated ``nvidia-smi mig`` uses, so both faces of the simulator agree.
+
 Strings come back as ``str`` (pynvml's ``convertStrBytes`` decodes them). Structures are pynvml's own, filled
 in, so their fields read as they do from real pynvml: in the installed nvidia-ml-py, ``_PrintableStructure``
 decodes char arrays, so ``nvmlPciInfo_t.busId`` reads as ``str``. A function of pynvml that the mock does not
@@ -36,33 +39,20 @@ from typing import Any, NoReturn
 
 import pynvml
 
+from assessor.sim import mig
 from assessor.sim.state import THROTTLE_REASON_BITS, GpuInstanceState, GpuState, NodeState, load_state
 
-# (profile index constant, profile id, compute slices, memory slices, max instances), THRESHOLDS.md "MIG".
-_GI_PROFILES: tuple[tuple[int, int, int, int, int], ...] = (
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 1, 7),
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 1),  # 1g+me
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 2, 4),  # 1g, double memory
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 2, 3),
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 4, 2),
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 4, 1),
-    (pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 8, 1),
-)
-# Per GPU model: GB in the profile name by memory slices (of 8), and SMs per compute slice (MIG User Guide).
-_MIG_MODELS: dict[str, tuple[dict[int, int], int]] = {
-    "A100-SXM4-40GB": ({1: 5, 2: 10, 4: 20, 8: 40}, 14),
-    "A100-SXM4-80GB": ({1: 10, 2: 20, 4: 40, 8: 80}, 14),
-    "H100 80GB": ({1: 10, 2: 20, 4: 40, 8: 80}, 16),
-    "H200": ({1: 18, 2: 35, 4: 71, 8: 141}, 16),
+# NVML's GPU instance profile *indices* (what nvmlDeviceGetGpuInstanceProfileInfo takes) -> profile *ids*
+# (the ID column of nvidia-smi mig -lgip). The profiles themselves come from assessor.sim.mig.
+_GI_PROFILE_IDS: dict[int, int] = {
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE: 19,
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: 20,  # 1g+me
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2: 15,  # 1g with twice the memory
+    pynvml.NVML_GPU_INSTANCE_PROFILE_2_SLICE: 14,
+    pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE: 9,
+    pynvml.NVML_GPU_INSTANCE_PROFILE_4_SLICE: 5,
+    pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE: 0,
 }
-# (CI profile index, compute slices); the CI profile id equals its index.
-_CI_PROFILES: tuple[tuple[int, int], ...] = (
-    (pynvml.NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, 1),
-    (pynvml.NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE, 2),
-    (pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, 3),
-    (pynvml.NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE, 4),
-    (pynvml.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE, 7),
-)
 _MAX_MIG_DEVICES = 7
 
 _ARCH = {
@@ -110,20 +100,6 @@ def _out(ref: Any) -> Any:
     if hasattr(ref, "contents"):
         return ref.contents
     return getattr(ref, "_obj", ref)  # byref() gives a CArgObject whose _obj is the target
-
-
-def _mig_model(gpu_name: str) -> tuple[dict[int, int], int]:
-    for key, value in _MIG_MODELS.items():
-        if key in gpu_name:
-            return value
-    return _MIG_MODELS["H100 80GB"]
-
-
-def gi_profile_name(gpu_name: str, compute_slices: int, memory_slices: int, profile_id: int) -> str:
-    """Short GI profile name (``3g.40gb``, ``1g.10gb+me``) for a GPU model."""
-    memory_gb, _ = _mig_model(gpu_name)
-    name = f"{compute_slices}g.{memory_gb[memory_slices]}gb"
-    return name + "+me" if profile_id == 20 else name
 
 
 class MockNvml:
@@ -582,32 +558,34 @@ class MockNvml:
         self._key(migDevice, "mig")
         return self._handle(pynvml.c_nvmlDevice_t, ("device", gpu.index))
 
-    def _gi_profile(self, gpu: GpuState, profile: int) -> tuple[int, int, int, int, int]:
-        if not 0 <= profile < pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT:
-            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        for row in _GI_PROFILES:
-            if row[0] == profile:
-                return row
-        _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # a profile this GPU does not offer
+    def _gi_profiles(self, gpu: GpuState) -> dict[int, mig.GiProfile]:
+        """This GPU model's GI profiles by id; NotSupported for a model without a MIG table."""
+        try:
+            return {p.id: p for p in mig.profiles_for(gpu.name)}
+        except mig.MigUnsupported:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
     def nvmlDeviceGetGpuInstanceProfileInfo(self, device: Any, profile: int, version: int = 2) -> Any:
         gpu = self._mig_gpu(device)
-        _, profile_id, compute, memory, count = self._gi_profile(gpu, profile)
-        _, sms = _mig_model(gpu.name)
+        if not 0 <= profile < pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        gi = self._gi_profiles(gpu).get(_GI_PROFILE_IDS.get(profile, -1))
+        if gi is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # a profile this GPU does not offer
         info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t() if version == 2 else pynvml.c_nvmlGpuInstanceProfileInfo_t()
-        info.id = profile_id
-        info.isP2pSupported = 0
-        info.sliceCount = compute
-        info.instanceCount = count
-        info.multiprocessorCount = sms * compute
-        info.copyEngineCount = compute
-        info.decoderCount = 0 if compute == 1 and profile_id != 20 else max(1, compute // 2)
-        info.encoderCount = 0
-        info.jpegCount = 1 if compute == 7 or profile_id == 20 else 0
-        info.ofaCount = 1 if compute == 7 or profile_id == 20 else 0
-        info.memorySizeMB = int(gpu.memory_total_mib * memory / 8)
+        info.id = gi.id
+        info.isP2pSupported = int(gi.p2p)
+        info.sliceCount = gi.slices
+        info.instanceCount = gi.max_instances
+        info.multiprocessorCount = gi.sm
+        info.copyEngineCount = gi.ce
+        info.decoderCount = gi.dec
+        info.encoderCount = gi.enc
+        info.jpegCount = gi.jpeg
+        info.ofaCount = gi.ofa
+        info.memorySizeMB = round(gi.memory_gib * 1024)
         if version == 2:
-            info.name = ("MIG " + gi_profile_name(gpu.name, compute, memory, profile_id)).encode()
+            info.name = gi.full_name.encode()
         return info
 
     def nvmlDeviceGetGpuInstanceProfileInfoV(self, device: Any, profile: int, version: int = 2) -> Any:
@@ -617,7 +595,7 @@ class MockNvml:
         gpu = self._mig_gpu(device)
         if not gpu.mig_mode_current:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        if profileId not in {row[1] for row in _GI_PROFILES}:
+        if profileId not in self._gi_profiles(gpu):
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         matches = [gi for gi in sorted(gpu.mig_instances, key=lambda g: g.gi_id) if gi.profile_id == profileId]
         array = _out(gpuInstancesRef)
@@ -652,22 +630,24 @@ class MockNvml:
         gpu, gi = self._gi(device)  # pynvml names the GPU instance argument "device"
         if not 0 <= profile < pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        gi_compute = int(gi.name.split("g.")[0])
-        slices = dict(_CI_PROFILES).get(profile)
-        if slices is None or slices > gi_compute:
-            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        _, sms = _mig_model(gpu.name)
+        try:
+            # mig.py's CI profile ids are NVML's CI profile indices (0: 1 slice ... 4: 7 slices)
+            ci = next((c for c in mig.ci_profiles_for(gpu.name, gi.profile_id) if c.id == profile), None)
+        except (mig.MigUnsupported, KeyError):
+            ci = None
+        if ci is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # wider than this GPU instance, or no such profile
         info = (
             pynvml.c_nvmlComputeInstanceProfileInfo_v2_t()
             if version == 2
             else pynvml.c_nvmlComputeInstanceProfileInfo_t()
         )
-        info.id = profile
-        info.sliceCount = slices
-        info.instanceCount = gi_compute // slices
-        info.multiprocessorCount = sms * slices
+        info.id = ci.id
+        info.sliceCount = ci.slices
+        info.instanceCount = ci.max_instances
+        info.multiprocessorCount = ci.sm
         if version == 2:
-            info.name = ("MIG " + (gi.name if slices == gi_compute else f"{slices}c.{gi.name}")).encode()
+            info.name = ci.full_name.encode()
         return info
 
     def nvmlGpuInstanceGetComputeInstances(

@@ -1,5 +1,5 @@
 from assessor.facts import NcclDebug, NcclDevice, NcclRow, NcclRun
-from tests.checks.builders import A100, H100, gpus, node, run
+from tests.checks.builders import A100, H100, gpus, ndr_ports, node, run
 
 # Sizes and busbw of corpus/nccl_tests/02 (8x A100-SXM4-80GB, one node): peak 232 GB/s at 4 GiB,
 # "# Avg bus bandwidth" 66.2.
@@ -144,6 +144,16 @@ def test_socket_fallback_on_single_node_passes_with_note():
     r = run("nccl.transport", node(nccl=nccl_run(name="NVIDIA H800", hosts=("nf5688m7-1",), debug=debug)))
     assert r.status == "pass"
     assert "single node" in r.message
+
+
+def test_socket_fallback_on_single_node_with_active_hcas_fails():
+    # same run, but ibstat shows 8 Active NDR ports: NCCL could not see them
+    debug = NcclDebug(network="Socket", ib_no_device=True, transports=["P2P/direct pointer", "NVLS"])
+    facts = node(nccl=nccl_run(name="NVIDIA H800", hosts=("nf5688m7-1",), debug=debug), ib_ports=ndr_ports())
+    r = run("nccl.transport", facts)
+    assert r.status == "fail"
+    assert "fell back to sockets" in r.message and "8 HCAs are Active" in r.message
+    assert r.hint and "NCCL_IB_HCA" in r.hint
 
 
 def test_socket_fallback_on_two_nodes_fails():

@@ -374,7 +374,9 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
         return ToolResult(1, "", f" IB device {name} not found\n Unable to find the Infiniband/RoCE device\n")
     port = next((p for p in hca.ports if p.port == port_no), None)
     if port is None:
-        return ToolResult(1, "", f" Port number {port_no} doesn't exist on {hca.name}\n Couldn't get context for the device\n")
+        return ToolResult(
+            1, "", f" Port number {port_no} doesn't exist on {hca.name}\n Couldn't get context for the device\n"
+        )
     if port.state != "Active":
         words = {"Down": "Down", "Initializing": "Init", "Armed": "Armed"}
         return ToolResult(

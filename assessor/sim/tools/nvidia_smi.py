@@ -1,0 +1,534 @@
+"""The simulated ``nvidia-smi``: what the real one prints and refuses, read from and written to a node state.
+
+Covered: the default table, ``-L``, ``-q``, ``-q -x``, ``--query-gpu=... --format=csv[,noheader][,nounits]``,
+``-i`` (index, bus id or UUID, comma lists), ``-pm``, ``-r``/``--gpu-reset``, ``-mig``, ``topo -m`` and the
+``mig`` sub-commands (:mod:`.nvidia_smi_mig_cmd`). A broken driver answers every command with the real
+message (:func:`.nvidia_smi_common.driver_failure`).
+
+State changes go through :meth:`Session.update`, so two shims run at once never lose one another's change.
+Messages are the real ones, from the corpus (``nvml/mig_enable_messages.txt``), NVIDIA's MIG User Guide and
+public captures; where no capture was found the wording follows nvidia-smi's usual pattern and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from assessor.sim.state import GpuState, NodeState
+from assessor.sim.tools import Session, ToolResult
+from assessor.sim.tools.nvidia_smi_common import (
+    ALL_DONE,
+    EXIT_GPU_LOST,
+    EXIT_NO_PERMISSION,
+    EXIT_NOT_FOUND,
+    EXIT_NOT_SUPPORTED,
+    EXIT_OK,
+    EXIT_OTHER,
+    NO_DEVICES,
+    NVML_IN_USE,
+    NVML_NO_PERMISSION,
+    NVML_NOT_SUPPORTED,
+    TERMINATING,
+    NoSuchGpu,
+    driver_failure,
+    lost_lines,
+    result,
+    select_gpus,
+    text,
+    usage_error,
+    visible,
+)
+from assessor.sim.tools.nvidia_smi_query import (
+    field_of,
+    memory_free_mib,
+    mig_uuid,
+    render_csv,
+    render_text,
+    render_xml,
+    timestamp,
+)
+
+# Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
+_NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
+
+_HELP = """NVIDIA System Management Interface -- v{version}
+
+NVSMI provides monitoring information for Tesla and select Quadro devices.
+The data is presented in either a plain text or an XML format, via stdout or a file.
+NVSMI also provides several management operations for changing the device state.
+
+nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
+
+    -h,   --help                Print usage information and exit.
+
+  LIST OPTIONS:
+
+    -L,   --list-gpus           Display a list of GPUs connected to the system.
+
+  SUMMARY OPTIONS:
+
+    <no arguments>              Show a summary of GPUs connected to the system.
+
+  QUERY OPTIONS:
+
+    -q,   --query               Display GPU or Unit info.
+    -i,   --id=                 Target a specific GPU.
+    -x,   --xml-format          Produce XML output.
+          --query-gpu=          Information about GPU.
+          --format=             Comma separated list of format options: csv, noheader, nounits.
+
+  DEVICE MODIFICATION OPTIONS:
+
+    -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
+    -r    --gpu-reset           Trigger reset of the GPU.
+    -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
+
+  TOPOLOGY AND MIG:
+
+    topo -m                     Display the GPUDirect communication matrix for the system.
+    mig                         Multi Instance GPU management (nvidia-smi mig -h).
+"""
+
+
+@dataclass
+class _Args:
+    """The top-level options nvidia-smi was given."""
+
+    ids: str | None = None
+    actions: list[str] = field(default_factory=list)  # list, query, query-gpu, pm, reset, mig, help
+    xml: bool = False
+    query_gpu: str | None = None
+    fmt: str | None = None
+    value: str | None = None  # the argument of -pm / -mig
+
+
+_VALUE_OPTIONS = {
+    "-i": "ids",
+    "--id": "ids",
+    "-pm": "pm",
+    "--persistence-mode": "pm",
+    "-mig": "mig",
+    "--multi-instance-gpu": "mig",
+    "--query-gpu": "query-gpu",
+    "--format": "format",
+    "-d": "display",
+    "--display": "display",
+}
+_FLAG_OPTIONS = {
+    "-L": "list",
+    "--list-gpus": "list",
+    "-q": "query",
+    "--query": "query",
+    "-x": "xml",
+    "--xml-format": "xml",
+    "-r": "reset",
+    "--gpu-reset": "reset",
+    "-h": "help",
+    "--help": "help",
+}
+
+
+def _parse(args: list[str]) -> _Args | None:
+    """The options of a top-level nvidia-smi command line; None when nvidia-smi would refuse them."""
+    parsed = _Args()
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, inline = arg.partition("=")
+        if name in _VALUE_OPTIONS and (eq or i + 1 < len(args)):
+            value = inline if eq else args[i + 1]
+            i += 1 if eq else 2
+            kind = _VALUE_OPTIONS[name]
+            if kind == "ids":
+                parsed.ids = value
+            elif kind in ("pm", "mig"):
+                parsed.actions.append(kind)
+                parsed.value = value
+            elif kind == "query-gpu":
+                parsed.actions.append("query-gpu")
+                parsed.query_gpu = value
+            elif kind == "format":
+                parsed.fmt = value
+            # -d (sections of -q) is accepted; the simulated -q prints every section it has.
+            continue
+        if arg in _FLAG_OPTIONS and not eq:
+            kind = _FLAG_OPTIONS[arg]
+            if kind == "xml":
+                parsed.xml = True
+            else:
+                parsed.actions.append(kind)
+            i += 1
+            continue
+        return None
+    if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
+        return None
+    if parsed.fmt is not None and parsed.actions != ["query-gpu"]:
+        return None
+    return parsed
+
+
+def main(args: list[str], session: Session) -> ToolResult:
+    """Run ``nvidia-smi ARGS`` against the session's node."""
+    if args and args[0] in ("topo", "mig"):
+        return _subcommand(args[0], args[1:], session)
+    parsed = _parse(args)
+    if parsed is None:
+        return usage_error()
+    action = parsed.actions[0] if parsed.actions else "summary"
+    if action == "help":
+        return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
+    if action in ("pm", "reset", "mig"):
+        with session.update() as state:
+            return _modify(action, parsed, state, session.euid)
+    state = session.read()
+    failure = driver_failure(state)
+    if failure is not None:
+        return failure
+    try:
+        chosen = select_gpus(state, parsed.ids)
+    except NoSuchGpu:
+        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+    if not state.gpus:
+        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+    lost = lost_lines(chosen)
+    gpus = visible(chosen)
+    if action == "query-gpu":
+        out = _query_gpu(state, gpus, parsed)
+    elif action == "list":
+        out = ToolResult(EXIT_OK, list_gpus(gpus))
+    elif action == "query":
+        render = render_xml if parsed.xml else render_text
+        out = ToolResult(EXIT_OK, render(state, gpus))
+    else:
+        out = ToolResult(EXIT_OK, summary(state, gpus))
+    if lost:
+        # The lost GPU's line goes to stderr; the others are still listed (exit: the GPU is lost).
+        code = EXIT_GPU_LOST if out.exit_code == EXIT_OK else out.exit_code
+        stdout = out.stdout if gpus else ""
+        return ToolResult(code, stdout, text(*lost) + out.stderr)
+    return out
+
+
+def _subcommand(name: str, args: list[str], session: Session) -> ToolResult:
+    if name == "topo":
+        from assessor.sim.tools.nvidia_smi_topo_cmd import topo
+
+        state = session.read()
+        return driver_failure(state) or topo(args, state)
+    from assessor.sim.tools.nvidia_smi_mig_cmd import mig
+
+    return mig(args, session)
+
+
+def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args) -> ToolResult:
+    assert parsed.query_gpu is not None
+    if parsed.fmt is None:
+        return usage_error()
+    options = [o.strip() for o in parsed.fmt.split(",") if o.strip()]
+    if "csv" not in options or any(o not in ("csv", "noheader", "nounits") for o in options):
+        return usage_error()
+    names = [n for n in parsed.query_gpu.split(",") if n.strip()]
+    for name in names:
+        if field_of(name) is None:
+            return result(2, [f'Field "{name.strip()}" is not a valid field to query.', ""])
+    csv = render_csv(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
+    return ToolResult(EXIT_OK, csv)
+
+
+# ---------------------------------------------------------------- -L
+
+
+def list_gpus(gpus: list[GpuState]) -> str:
+    """``nvidia-smi -L``: one line per GPU, its MIG devices indented below it."""
+    lines = []
+    for gpu in gpus:
+        lines.append(f"GPU {gpu.index}: {gpu.name} (UUID: {gpu.uuid})")
+        if gpu.mig_mode_current:
+            for n, (gi, ci) in enumerate(_mig_devices(gpu)):
+                lines.append(f"  MIG {ci.name:<11} Device {n:>2}: (UUID: {mig_uuid(gpu, gi.gi_id, ci.ci_id)})")
+    return text(*lines)
+
+
+def _mig_devices(gpu: GpuState) -> list[tuple[object, object]]:
+    return [
+        (gi, ci)
+        for gi in sorted(gpu.mig_instances, key=lambda g: g.gi_id)
+        for ci in sorted(gi.compute_instances, key=lambda c: c.ci_id)
+    ]
+
+
+# ---------------------------------------------------------------- the default table
+
+_RULE = "+" + "-" * 89 + "+"
+_CELLS = "+-----------------------------------------+------------------------+----------------------+"
+
+
+def summary(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
+    """The table nvidia-smi prints without arguments (R530+ layout, 89 columns inside)."""
+    drv = state.driver
+    lines = [
+        timestamp(now).ljust(31),
+        _RULE,
+        f"| NVIDIA-SMI {drv.version:<23}Driver Version: {drv.version:<15}CUDA Version: {drv.cuda_version:<9}|",
+        "|-----------------------------------------+------------------------+----------------------+",
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+    ]
+    for gpu in gpus:
+        lines += _gpu_rows(gpu)
+        lines.append(_CELLS)
+    lines.append(" " * 89)
+    if any(g.mig_mode_current for g in gpus):
+        lines += _mig_table(gpus)
+        lines.append(" " * 89)
+    lines += _process_table(gpus)
+    return text(*lines)
+
+
+_COMPUTE_MODES = {"Default": "Default", "Exclusive_Process": "E. Process", "Prohibited": "Prohibited"}
+
+
+def _gpu_rows(g: GpuState) -> list[str]:
+    name = g.name if len(g.name) <= 31 else g.name[:28] + "..."
+    pm = "On" if g.persistence_mode else "Off"
+    if g.ecc_mode_current is None or not g.ecc_mode_current:
+        ecc = "N/A"
+    elif g.mig_mode_current:
+        ecc = "On"  # error counts are per MIG device in MIG mode
+    else:
+        ecc = str(g.ecc.volatile_uncorrected)
+    util = "N/A" if g.mig_mode_current else "0%"
+    mig = "N/A" if not g.mig_supported else ("Enabled" if g.mig_mode_current else "Disabled")
+    compute = _COMPUTE_MODES.get(g.compute_mode, g.compute_mode)
+    power = f"{round(g.power_draw_w):>15}W / {round(g.power_limit_w):>4}W "
+    return [
+        f"|{g.index:>4}  {name:<31}{pm:<3} |   {g.bus_id} {'Off':<3} |{ecc:>21} |",
+        f"| N/A {g.temperature_c:>5}C    {g.performance_state:<2}{power}|"
+        f"{g.memory_used_mib:>8}MiB / {g.memory_total_mib:>6}MiB |{util:>8}{compute:>13} |",
+        f"|{'':41}|{'':24}|{mig:>21} |",
+    ]
+
+
+def _mig_table(gpus: list[GpuState]) -> list[str]:
+    from assessor.sim.tools.nvidia_smi_mig_cmd import device_resources
+
+    cells = "+------------------+----------------------------------+-----------+-----------------------+"
+    lines = [
+        _RULE,
+        "| MIG devices:".ljust(90) + "|",
+        cells,
+        "| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |",
+        "|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC  DEC  OFA  JPG |",
+        "|                  |                                  |        ECC|                       |",
+        "|==================+==================================+===========+=======================|",
+    ]
+    rows = 0
+    for gpu in gpus:
+        if not gpu.mig_mode_current:
+            continue
+        for dev, (gi, ci) in enumerate(_mig_devices(gpu)):
+            r = device_resources(gpu, gi, ci)  # type: ignore[arg-type]
+            memory = f"{0}MiB / {r.memory_mib}MiB"
+            bar1 = f"{0}MiB / {r.bar1_mib}MiB"
+            lines.append(
+                f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}    |{r.sm:>3}{0:>7} |"  # type: ignore[attr-defined]
+                f"{r.ce:>3}{r.enc:>4}{r.dec:>5}{r.ofa:>5}{r.jpeg:>5} |"
+            )
+            lines.append(f"|{'':18}|{bar1:>32}  |{'':11}|{'':23}|")
+            lines.append(cells)
+            rows += 1
+    if rows == 0:
+        lines.append("|  No MIG devices found".ljust(90) + "|")
+        lines.append(_RULE)
+    return lines
+
+
+def _process_table(gpus: list[GpuState]) -> list[str]:
+    lines = [
+        _RULE,
+        "| Processes:                                                                              |",
+        "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|=========================================================================================|",
+    ]
+    procs = [(g, p) for g in gpus for p in g.processes]
+    if not procs:
+        lines.append("|  No running processes found".ljust(90) + "|")
+    for gpu, p in procs:
+        name = p.name if len(p.name) <= 38 else "..." + p.name[-35:]
+        lines.append(
+            f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>10}{p.type:>7}   {name:<38}{str(p.used_memory_mib) + 'MiB':>14} |"
+        )
+    lines.append(_RULE)
+    return lines
+
+
+# ---------------------------------------------------------------- -pm, -r, -mig
+
+
+def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResult:
+    failure = driver_failure(state)
+    if failure is not None:
+        return failure
+    try:
+        chosen = select_gpus(state, parsed.ids)
+    except NoSuchGpu:
+        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+    if not state.gpus:
+        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+    lost = lost_lines(chosen)
+    if lost:
+        return result(EXIT_GPU_LOST, [], lost)
+    if action == "reset":
+        return gpu_reset(chosen, euid)
+    mode = _mode(parsed.value)
+    if mode is None:
+        return usage_error()
+    if action == "pm":
+        return set_persistence(chosen, mode, euid)
+    return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None)
+
+
+def _mode(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    key = value.strip().upper()
+    if key in ("1", "ENABLED"):
+        return True
+    if key in ("0", "DISABLED"):
+        return False
+    return None
+
+
+def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
+    """``nvidia-smi -pm 0|1``: root only; says when a GPU already is in that mode."""
+    word = "Enabled" if on else "Disabled"
+    lines = []
+    for gpu in gpus:
+        if euid != 0:
+            # nvidia-smi's usual refusal pattern ("Unable to ... for GPU ...: <NVML error>").
+            lines += [f"Unable to set persistence mode for GPU {gpu.bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+            return result(EXIT_NO_PERMISSION, lines)
+        if gpu.persistence_mode == on:
+            lines.append(f"Persistence mode is already {word} for GPU {gpu.bus_id}.")
+        else:
+            gpu.persistence_mode = on
+            lines.append(f"{word} persistence mode for GPU {gpu.bus_id}.")
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
+
+
+def _clients(gpu: GpuState) -> bool:
+    """Something holds the GPU open: a process on it, or an agent named in ``mig_reset_blocked_by``."""
+    return bool(gpu.processes or gpu.mig_reset_blocked_by)
+
+
+def reset_gpu_state(gpu: GpuState) -> None:
+    """What a GPU reset does to a GPU's state: pending modes apply, instances and volatile counts go."""
+    if gpu.mig_supported:
+        gpu.mig_mode_current = gpu.mig_mode_pending
+    gpu.mig_instances = []  # GPU and compute instances do not survive a reset
+    if gpu.ecc_mode_pending is not None:
+        gpu.ecc_mode_current = gpu.ecc_mode_pending
+    gpu.ecc.volatile_corrected = 0
+    gpu.ecc.volatile_uncorrected = 0
+    if gpu.remapped_rows is not None:
+        gpu.remapped_rows.pending = False
+    if gpu.retired_pages is not None:
+        gpu.retired_pages.pending = False
+
+
+def gpu_reset(gpus: list[GpuState], euid: int) -> ToolResult:
+    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while clients hold a GPU."""
+    if euid != 0:
+        lines = [f"Unable to reset GPU {gpus[0].bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+        return result(EXIT_NO_PERMISSION, lines)
+    for gpu in gpus:
+        if gpu.passthrough:
+            return result(EXIT_NOT_SUPPORTED, [f"Resetting GPU {gpu.bus_id} is not supported."])
+    busy = [g for g in gpus if _clients(g)]
+    if busy:
+        lines = ["The following GPUs could not be reset:"]
+        lines += [f"  GPU {g.bus_id}: {NVML_IN_USE}" for g in busy]
+        lines.append("")
+        many = len(busy) > 1
+        lines.append(
+            f"{len(busy)} {'devices are' if many else 'device is'} currently being used by one or more other "
+            "processes (e.g., Fabric Manager, CUDA application, graphics application such as an X server, or a "
+            "monitoring application such as another instance of nvidia-smi). Please first kill all processes "
+            f"using {'these devices' if many else 'this device'} and all compute applications running in the system."
+        )
+        return result(EXIT_OTHER, lines)
+    lines = []
+    for gpu in gpus:
+        reset_gpu_state(gpu)
+        lines.append(f"GPU {gpu.bus_id} was successfully reset.")
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
+
+
+def _persistence_warning(gpu: GpuState) -> list[str]:
+    if gpu.persistence_mode:
+        return []
+    return [
+        "",
+        f"Warning: persistence mode is disabled on device {gpu.bus_id}. See the Known Issues section of the "
+        "nvidia-smi(1) man page for more information. Run with [--help | -h] switch to get more information on "
+        "how to enable persistence mode.",
+    ]
+
+
+def set_mig_mode(gpus: list[GpuState], on: bool, euid: int, *, explicit: bool) -> ToolResult:
+    """``nvidia-smi [-i IDS] -mig 0|1``.
+
+    Root only. A GPU without MIG is a warning when every GPU was asked (no ``-i``) and an error when it was
+    named. Disabling is refused while GPU instances exist. Before Hopper the driver must reset the GPU for
+    the mode to take effect: with clients holding it, or in a VM where reset is not allowed, the new mode
+    stays pending with the driver's warning (MIG User Guide, "Enable MIG Mode").
+    """
+    verb = "enable" if on else "disable"
+    word = "Enabled" if on else "Disabled"
+    lines: list[str] = []
+    for gpu in gpus:
+        if euid != 0:
+            lines += [f"Unable to {verb} MIG Mode for GPU {gpu.bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+            return result(EXIT_NO_PERMISSION, lines)
+        if not gpu.mig_supported:
+            lines.append(f"Unable to {verb} MIG Mode for GPU {gpu.bus_id}: {NVML_NOT_SUPPORTED}")
+            if explicit:
+                lines.append(TERMINATING)
+                return result(EXIT_NOT_SUPPORTED, lines)
+            lines.append("Treating as warning and moving on.")
+            continue
+        if not on and gpu.mig_instances:
+            lines += [f"Unable to disable MIG Mode for GPU {gpu.bus_id}: {NVML_IN_USE}", TERMINATING]
+            return result(EXIT_OTHER, lines)
+        gpu.mig_mode_pending = on
+        needs_reset = gpu.architecture not in _NO_RESET_FOR_MIG and gpu.mig_mode_current != on
+        if needs_reset and gpu.passthrough:
+            lines += [
+                f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_NOT_SUPPORTED}",
+                f"Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU {gpu.bus_id}",
+            ]
+            continue
+        if needs_reset and _clients(gpu):
+            lines += [
+                f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_IN_USE}",
+                f"{gpu.bus_id} is currently being used by one or more other processes (e.g. CUDA application or a "
+                "monitoring application such as another instance of nvidia-smi). Please first kill all processes "
+                "using the device and retry the command or reboot the system to make MIG mode effective.",
+            ]
+            continue
+        if needs_reset:
+            reset_gpu_state(gpu)
+        gpu.mig_mode_current = on
+        lines.append(f"{word} MIG Mode for GPU {gpu.bus_id}")
+        lines += _persistence_warning(gpu)
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
+
+
+__all__ = ["list_gpus", "main", "memory_free_mib", "summary"]

@@ -1,0 +1,589 @@
+"""Simulated system tools: ``lsmod``, ``modprobe``, ``dmesg``, ``journalctl``, ``systemctl``, ``cat``, ``uname``.
+
+They read the modules, services, kernel log and host facts of the node state and change
+them as the real commands would (``systemctl stop``, ``modprobe -r``), refusing what the real
+ones refuse with the real messages: a module in use, an unknown unit, a non-root user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime, timedelta
+
+from assessor.sim.state import ModuleState, NodeState, ServiceState
+from assessor.sim.tools import Session, ToolResult
+
+# ---- kernel log helpers (faults use them too) ------------------------------------------------
+
+_STAMP = re.compile(r"^\[\s*(\d+\.\d+)\]")
+# The simulated boot: journalctl prints wall-clock times counted from here.
+BOOT_TIME = datetime(2025, 1, 15, 8, 0, 0, tzinfo=UTC)
+
+
+def log_time(line: str) -> float | None:
+    """Seconds since boot of a ``[  123.456789] ...`` kernel log line; None without a stamp."""
+    m = _STAMP.match(line)
+    return float(m.group(1)) if m else None
+
+
+def last_log_time(state: NodeState) -> float:
+    """The stamp of the newest kernel log line (0 on an empty log)."""
+    for line in reversed(state.kernel_log):
+        t = log_time(line)
+        if t is not None:
+            return t
+    return 0.0
+
+
+def append_kernel_log(state: NodeState, messages: list[str], *, after_s: float = 60.0) -> None:
+    """Append kernel messages stamped ``after_s`` seconds after the newest line, a few µs apart."""
+    t = last_log_time(state) + after_s
+    for i, message in enumerate(messages):
+        state.kernel_log.append(f"[{t + i * 0.000011:12.6f}] {message}")
+
+
+# ---- lsmod / modprobe ------------------------------------------------------------------------
+
+# Modules modprobe can load on these nodes when absent, with their sizes (lsmod of a DGX/HGX).
+_KNOWN_MODULES = {
+    "nvidia_peermem": 16384,
+    "nvidia_uvm": 1437696,
+    "nvidia_drm": 77824,
+    "nvidia_modeset": 1306624,
+    "nvidia": 56778752,
+    "ib_core": 430080,
+    "ib_uverbs": 163840,
+    "mlx5_ib": 450560,
+    "mlx5_core": 2060288,
+    "ib_ipoib": 139264,
+    "ib_umad": 28672,
+    "rdma_ucm": 28672,
+    "rdma_cm": 118784,
+}
+# What a module needs loaded first (only the dependencies the labs exercise).
+_DEPENDS = {
+    "nvidia_peermem": ("nvidia", "ib_core"),
+    "nvidia_uvm": ("nvidia",),
+    "nvidia_modeset": ("nvidia",),
+    "nvidia_drm": ("nvidia_modeset",),
+    "mlx5_ib": ("mlx5_core", "ib_core"),
+    "ib_uverbs": ("ib_core",),
+}
+# The symbol the kernel names when a dependency is missing (dmesg "Unknown symbol ...").
+_MISSING_SYMBOL = {
+    "nvidia": "nvidia_p2p_get_pages",
+    "ib_core": "ib_register_peer_memory_client",
+    "nvidia_modeset": "nvKmsKapiGetFunctionsTable",
+    "mlx5_core": "mlx5_core_create_mkey",
+}
+
+
+def _uses(module: ModuleState) -> int:
+    return module.used_by_count if module.used_by_count is not None else len(module.used_by)
+
+
+def lsmod(args: list[str], session: Session) -> ToolResult:
+    """``lsmod``: the loaded modules, most recently loaded first, as the state lists them."""
+    state = session.read()
+    lines = ["Module                  Size  Used by\n"]
+    for m in state.modules:
+        users = ",".join(m.used_by)
+        line = f"{m.name:<19} {m.size:>8}  {_uses(m)}"
+        lines.append(line + (f" {users}" if users else "") + "\n")
+    return ToolResult(0, "".join(lines))
+
+
+def _release(state: NodeState) -> str:
+    parts = (state.uname or "").split()
+    return parts[2] if len(parts) > 2 else "5.15.0-91-generic"
+
+
+def modprobe(args: list[str], session: Session) -> ToolResult:
+    """``modprobe [-r] MODULE...``: load or unload modules (root only), with modprobe's refusals."""
+    remove = False
+    names: list[str] = []
+    for arg in args:
+        if arg in ("-r", "--remove"):
+            remove = True
+        elif arg.startswith("-"):
+            continue  # -v, -q, -a: no effect on the simulated result
+        else:
+            names.append(arg.replace("-", "_"))
+    if not names:
+        return ToolResult(1, "", "modprobe: ERROR: missing parameters. See -h.\n")
+    if session.euid != 0:
+        verb = "remove" if remove else "insert"
+        return ToolResult(1, "", f"modprobe: ERROR: could not {verb} '{names[0]}': Operation not permitted\n")
+    with session.update() as state:
+        for name in names:
+            result = _unload(state, name) if remove else _load(state, name)
+            if result is not None:
+                return result
+    return ToolResult(0)
+
+
+def _load(state: NodeState, name: str) -> ToolResult | None:
+    if state.module_loaded(name):
+        return None  # already loaded: modprobe succeeds silently
+    if name not in _KNOWN_MODULES:
+        where = f"/lib/modules/{_release(state)}"
+        return ToolResult(1, "", f"modprobe: FATAL: Module {name} not found in directory {where}\n")
+    missing = [d for d in _DEPENDS.get(name, ()) if not state.module_loaded(d)]
+    if missing:
+        symbol = _MISSING_SYMBOL.get(missing[0], f"{missing[0]}_init")
+        append_kernel_log(state, [f"{name}: Unknown symbol {symbol} (err -2)"], after_s=5.0)
+        return ToolResult(
+            1, "",
+            f"modprobe: ERROR: could not insert '{name}': Unknown symbol in module, or unknown parameter (see dmesg)\n",
+        )
+    if name == "nvidia" and not state.driver.loaded:
+        state.driver.loaded = True
+    state.modules.insert(0, ModuleState(name=name, size=_KNOWN_MODULES[name], used_by=[]))
+    holders = list(_DEPENDS.get(name, ()))
+    # nvidia_peermem registers with ib_uverbs' peer-memory API on MOFED stacks (lsmod lists it there).
+    if name == "nvidia_peermem" and state.module_loaded("ib_uverbs"):
+        holders = ["nvidia", "ib_uverbs"]
+    for holder in holders:
+        for m in state.modules:
+            if m.name == holder and name not in m.used_by:
+                m.used_by.append(name)
+                if m.used_by_count is not None:
+                    m.used_by_count += 1
+    if name == "nvidia_peermem":
+        append_kernel_log(state, [f"nvidia-peermem nv_mem_client_init:{state.driver.kernel_module_version} loaded"],
+                          after_s=5.0)
+    return None
+
+
+def _unload(state: NodeState, name: str) -> ToolResult | None:
+    module = next((m for m in state.modules if m.name == name), None)
+    if module is None:
+        return ToolResult(1, "", f"modprobe: FATAL: Module {name} is not in kernel.\n")
+    if _uses(module) > 0:
+        return ToolResult(1, "", f"modprobe: FATAL: Module {name} is in use.\n")
+    state.modules.remove(module)
+    for m in state.modules:
+        if name in m.used_by:
+            m.used_by.remove(name)
+            if m.used_by_count is not None:
+                m.used_by_count = max(0, m.used_by_count - 1)
+    if name == "nvidia":
+        state.driver.loaded = False
+    return None
+
+
+# ---- dmesg / journalctl ----------------------------------------------------------------------
+
+
+def dmesg(args: list[str], session: Session) -> ToolResult:
+    """``dmesg [-T]``: the kernel log; refused to non-root users as kernel.dmesg_restrict=1 does."""
+    if session.euid != 0:
+        return ToolResult(1, "", "dmesg: read kernel buffer failed: Operation not permitted\n")
+    state = session.read()
+    human = any(a in ("-T", "--ctime") for a in args)
+    lines = [_ctime_line(line) if human else line for line in state.kernel_log]
+    return ToolResult(0, "".join(f"{line}\n" for line in lines))
+
+
+def _ctime_line(line: str) -> str:
+    """``[   12.5] msg`` -> ``[Wed Jan 15 08:00:12 2025] msg`` (dmesg -T)."""
+    t = log_time(line)
+    if t is None:
+        return line
+    when = BOOT_TIME + timedelta(seconds=t)
+    return f"[{when.strftime('%a %b %e %H:%M:%S %Y')}]" + line[line.index("]") + 1 :]
+
+
+def journalctl(args: list[str], session: Session) -> ToolResult:
+    """``journalctl -k`` (the kernel log with syslog prefixes) and ``journalctl -u UNIT`` (its start lines)."""
+    state = session.read()
+    unit = None
+    kernel = False
+    quiet = False
+    it = iter(args)
+    for arg in it:
+        if arg in ("-k", "--dmesg"):
+            kernel = True
+        elif arg in ("-u", "--unit"):
+            unit = next(it, None)
+        elif arg.startswith("--unit="):
+            unit = arg.split("=", 1)[1]
+        elif arg in ("-q", "--quiet"):
+            quiet = True
+    host = state.host
+    if unit is not None:
+        return _unit_journal(state, _unit_name(unit), quiet)
+    if not kernel:
+        kernel = True  # the simulated journal holds only the kernel's messages
+    out = [] if quiet else [f"-- Logs begin at {_journal_time(0.0, long=True)}. --\n"]
+    for line in state.kernel_log:
+        t = log_time(line)
+        body = line[line.index("]") + 1 :].lstrip() if t is not None else line
+        out.append(f"{_journal_time(t or 0.0)} {host} kernel: {body}\n")
+    return ToolResult(0, "".join(out))
+
+
+def _journal_time(seconds: float, *, long: bool = False) -> str:
+    when = BOOT_TIME + timedelta(seconds=seconds)
+    return when.strftime("%a %Y-%m-%d %H:%M:%S UTC") if long else when.strftime("%b %d %H:%M:%S")
+
+
+def _unit_journal(state: NodeState, unit: str, quiet: bool) -> ToolResult:
+    service = state.services.get(unit)
+    if service is None or service.load_state == "not-found":
+        return ToolResult(0, "" if quiet else "-- No entries --\n")
+    desc = service.description or unit
+    stamp = _journal_time(12.0)
+    lines = [f"{stamp} {state.host} systemd[1]: Starting {desc}...\n"]
+    if service.active_state == "active":
+        lines.append(f"{stamp} {state.host} systemd[1]: Started {desc}.\n")
+    elif service.active_state == "failed":
+        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Control process exited, code=exited, "
+                     f"status={service.exec_main_status or 1}/FAILURE\n")
+        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Failed with result '{service.result}'.\n")
+        lines.append(f"{stamp} {state.host} systemd[1]: Failed to start {desc}.\n")
+    else:
+        lines.append(f"{stamp} {state.host} systemd[1]: Started {desc}.\n")
+        lines.append(f"{stamp} {state.host} systemd[1]: Stopping {desc}...\n")
+        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Deactivated successfully.\n")
+        lines.append(f"{stamp} {state.host} systemd[1]: Stopped {desc}.\n")
+    return ToolResult(0, "".join(lines))
+
+
+# ---- systemctl -------------------------------------------------------------------------------
+
+# Units the simulator runs, with what systemd knows of them when the state does not say.
+_UNITS = {
+    "nvidia-fabricmanager.service": ("NVIDIA fabric manager service", "/lib/systemd/system", "nv-fabricmanager",
+                                     "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"),
+    "nvidia-persistenced.service": ("NVIDIA Persistence Daemon", "/lib/systemd/system", "nvidia-persistenced",
+                                    "/usr/bin/nvidia-persistenced --user nvidia-persistenced --persistence-mode"),
+    "nvidia-dcgm.service": ("NVIDIA DCGM service", "/lib/systemd/system", "nv-hostengine",
+                            "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"),
+    "openibd.service": ("openibd - configure Mellanox devices", "/lib/systemd/system", "openibd",
+                        "/etc/init.d/openibd start bootid=0"),
+    "opensm.service": ("OpenSM", "/lib/systemd/system", "opensm", "/usr/sbin/opensm"),
+}
+_PROPERTY_ORDER = (
+    # systemctl show prints the Service interface's properties before the Unit's.
+    "Type", "Result", "MainPID", "ExecMainPID", "ExecMainCode", "ExecMainStatus",
+    "Id", "Names", "Description", "LoadState", "ActiveState", "SubState", "FragmentPath", "UnitFileState",
+)
+
+
+def _unit_name(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+def _main_pid(state: NodeState, unit: str) -> int:
+    return 1500 + int(hashlib.sha256(f"{state.host}:{unit}".encode()).hexdigest()[:4], 16) % 3000
+
+
+def _service(state: NodeState, unit: str) -> ServiceState | None:
+    service = state.services.get(unit)
+    if service is None or service.load_state == "not-found":
+        return None
+    return service
+
+
+def _properties(state: NodeState, unit: str) -> dict[str, str]:
+    service = _service(state, unit)
+    if service is None:
+        return {
+            "Type": "simple", "Result": "success", "MainPID": "0", "ExecMainPID": "0", "ExecMainCode": "0",
+            "ExecMainStatus": "0", "Id": unit, "Names": unit, "Description": unit, "LoadState": "not-found",
+            "ActiveState": "inactive", "SubState": "dead", "FragmentPath": "", "UnitFileState": "",
+        }
+    desc, directory, _, _ = _UNITS.get(unit, (unit, "/etc/systemd/system", "", ""))
+    running = service.active_state == "active" and service.sub_state == "running"
+    pid = str(_main_pid(state, unit)) if running else "0"
+    ran = service.active_state != "inactive" or service.result != "success"
+    return {
+        "Type": "oneshot" if service.sub_state == "exited" else "forking",
+        "Result": service.result,
+        "MainPID": pid,
+        "ExecMainPID": str(_main_pid(state, unit)) if ran else "0",
+        "ExecMainCode": "1" if ran and not running else "0",
+        "ExecMainStatus": str(service.exec_main_status),
+        "Id": unit,
+        "Names": unit,
+        "Description": service.description or desc,
+        "LoadState": service.load_state,
+        "ActiveState": service.active_state,
+        "SubState": service.sub_state,
+        "FragmentPath": f"{directory}/{unit}",
+        "UnitFileState": service.unit_file_state,
+    }
+
+
+def systemctl(args: list[str], session: Session) -> ToolResult:
+    """``systemctl status|is-active|is-enabled|show|start|stop|restart UNIT...``."""
+    props: list[str] = []
+    positional: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in ("-p", "--property"):
+            props.extend(p for p in next(it, "").split(",") if p)
+        elif arg.startswith("--property="):
+            props.extend(p for p in arg.split("=", 1)[1].split(",") if p)
+        elif arg.startswith("-"):
+            continue  # --no-pager, -l, --quiet: no effect on the simulated result
+        else:
+            positional.append(arg)
+    if not positional:
+        return ToolResult(1, "", "Too few arguments.\n")
+    verb, units = positional[0], [_unit_name(u) for u in positional[1:]]
+    if verb == "show":
+        return _show(session.read(), units, props)
+    if verb == "status":
+        return _status(session.read(), units)
+    if verb in ("is-active", "is-enabled", "is-failed"):
+        return _is(session.read(), verb, units)
+    if verb in ("start", "stop", "restart"):
+        return _change(session, verb, units)
+    return ToolResult(1, "", f"Unknown command verb {verb}.\n")
+
+
+def _show(state: NodeState, units: list[str], props: list[str]) -> ToolResult:
+    wanted = set(props)
+    blocks = []
+    for unit in units or ["nvidia-persistenced.service"]:
+        values = _properties(state, unit)
+        keys = [k for k in _PROPERTY_ORDER if not wanted or k in wanted]
+        # Properties the simulator does not model print empty, as systemd does for unset ones.
+        keys += [p for p in props if p not in values]
+        blocks.append("".join(f"{k}={values.get(k, '')}\n" for k in keys))
+    return ToolResult(0, "\n".join(blocks))
+
+
+def _is(state: NodeState, verb: str, units: list[str]) -> ToolResult:
+    if not units:
+        return ToolResult(1, "", "Too few arguments.\n")
+    out: list[str] = []
+    code = 0
+    for unit in units:
+        service = _service(state, unit)
+        if verb == "is-enabled":
+            if service is None:
+                message = f"Failed to get unit file state for {unit}: No such file or directory\n"
+                return ToolResult(1, "".join(out), message)
+            word = service.unit_file_state or "disabled"
+            ok = word == "enabled"
+        elif verb == "is-failed":
+            word = service.active_state if service else "inactive"
+            ok = word == "failed"
+        else:
+            word = service.active_state if service else "inactive"
+            ok = word == "active"
+        out.append(f"{word}\n")
+        if not ok:
+            code = 1 if verb in ("is-enabled", "is-failed") else 3
+    return ToolResult(code, "".join(out))
+
+
+def _since(seconds: float) -> str:
+    when = BOOT_TIME + timedelta(seconds=seconds)
+    return when.strftime("%a %Y-%m-%d %H:%M:%S UTC")
+
+
+def _status(state: NodeState, units: list[str]) -> ToolResult:
+    if not units:
+        units = list(state.services)
+    out: list[str] = []
+    err: list[str] = []
+    code = 0
+    for unit in units:
+        service = _service(state, unit)
+        if service is None:
+            err.append(f"Unit {unit} could not be found.\n")
+            code = 4
+            continue
+        desc, directory, comm, cmdline = _UNITS.get(unit, (unit, "/etc/systemd/system", unit, unit))
+        desc = service.description or desc
+        active = service.active_state
+        dot = {"active": "●", "failed": "×"}.get(active, "○")
+        preset = "enabled"
+        block = [f"{dot} {unit} - {desc}\n",
+                 f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
+                 f"vendor preset: {preset})\n"]
+        pid = _main_pid(state, unit)
+        if active == "active":
+            block.append(f"     Active: active ({service.sub_state}) since {_since(12.0)}; 2h 3min ago\n")
+            if service.sub_state == "running":
+                block.append(f"   Main PID: {pid} ({comm})\n")
+                block.append("      Tasks: 18 (limit: 629145)\n")
+                block.append(f"     CGroup: /system.slice/{unit}\n")
+                block.append(f"             └─{pid} {cmdline}\n")
+            else:
+                block.append(f"    Process: {pid} ExecStart={cmdline} (code=exited, status=0/SUCCESS)\n")
+                block.append(f"   Main PID: {pid} (code=exited, status=0/SUCCESS)\n")
+        elif active == "failed":
+            status = service.exec_main_status or 1
+            block.append(f"     Active: failed (Result: {service.result}) since {_since(14.0)}; 2h 1min ago\n")
+            block.append(f"    Process: {pid} ExecStart={cmdline} (code=exited, status={status}/FAILURE)\n")
+            block.append(f"   Main PID: {pid} (code=exited, status={status}/FAILURE)\n")
+        else:
+            block.append(f"     Active: {active} ({service.sub_state})\n")
+        out.append("".join(block))
+        if active != "active":
+            code = max(code, 3)
+    return ToolResult(code, "\n".join(out), "".join(err))
+
+
+def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
+    if not units:
+        return ToolResult(1, "", "Too few arguments.\n")
+    if session.euid != 0:
+        return ToolResult(1, "", f"Failed to {verb} {units[0]}: Access denied\n"
+                          f"See system logs and 'systemctl status {units[0]}' for details.\n")
+    with session.update() as state:
+        for unit in units:
+            if _service(state, unit) is None:
+                return ToolResult(5, "", f"Failed to {verb} {unit}: Unit {unit} not found.\n")
+        failed = []
+        for unit in units:
+            service = state.services[unit]
+            if verb in ("stop", "restart"):
+                _stop(state, unit, service)
+            if verb in ("start", "restart") and not _start(state, unit, service):
+                failed.append(unit)
+    if failed:
+        unit = failed[0]
+        return ToolResult(
+            1, "",
+            f"Job for {unit} failed because the control process exited with error code.\n"
+            f'See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.\n',
+        )
+    return ToolResult(0)
+
+
+def _stop(state: NodeState, unit: str, service: ServiceState) -> None:
+    service.active_state, service.sub_state, service.result, service.exec_main_status = "inactive", "dead", "success", 0
+    if unit == "nvidia-persistenced.service":
+        # The daemon turns persistence mode off on every GPU as it exits.
+        for gpu in state.gpus:
+            gpu.persistence_mode = False
+
+
+def _start(state: NodeState, unit: str, service: ServiceState) -> bool:
+    """Start a unit; False when it fails the way the real daemon does on this node."""
+    driver_ok = state.driver.loaded and state.driver.version == state.driver.kernel_module_version
+    if unit == "nvidia-fabricmanager.service" and (not state.nvswitches or not driver_ok):
+        # No NVSwitch: NV_WARN_NOTHING_TO_DO (corpus/fabricmanager/03); or the driver stack is broken.
+        _fail(service)
+        return False
+    if unit in ("nvidia-persistenced.service", "nvidia-dcgm.service") and not driver_ok:
+        _fail(service)
+        return False
+    service.active_state, service.result, service.exec_main_status = "active", "success", 0
+    service.sub_state = "exited" if unit == "openibd.service" else "running"
+    if unit == "nvidia-persistenced.service":
+        for gpu in state.gpus:
+            gpu.persistence_mode = True
+    elif unit == "nvidia-fabricmanager.service":
+        # The fabric manager trains the NVSwitch fabric: every GPU's registration completes.
+        for gpu in state.gpus:
+            if gpu.fabric_state is not None:
+                gpu.fabric_state, gpu.fabric_status = "Completed", "Success"
+    elif unit == "opensm.service":
+        _subnet_manager_sweep(state)
+    return True
+
+
+def _fail(service: ServiceState) -> None:
+    service.active_state, service.sub_state = "failed", "failed"
+    service.result, service.exec_main_status = "exit-code", 1
+
+
+def _subnet_manager_sweep(state: NodeState) -> None:
+    """A subnet manager on this node configures every trained InfiniBand port: LIDs, then Active."""
+    ports = [p for h in state.ib_hcas for p in h.ports if p.link_layer == "InfiniBand" and p.physical_state == "LinkUp"]
+    if not ports:
+        return
+    state.sm_present = True
+    sm_lid = ports[0].base_lid or 1
+    for i, port in enumerate(ports, start=1):
+        port.base_lid = port.base_lid or i
+        port.sm_lid = sm_lid
+        port.state = "Active"
+
+
+# ---- cat / uname -----------------------------------------------------------------------------
+
+# The compiler the distribution's kernel was built with (the second line of /proc/driver/nvidia/version).
+_GCC = {
+    "20.04": "gcc version 9.4.0 (Ubuntu 9.4.0-1ubuntu1~20.04.2)",
+    "22.04": "gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)",
+    "24.04": "gcc version 13.2.0 (Ubuntu 13.2.0-23ubuntu4)",
+}
+_UNQUOTED_OS_KEYS = {"ID", "ID_LIKE", "VERSION_CODENAME", "UBUNTU_CODENAME", "VERSION_ID_UNQUOTED"}
+
+
+def driver_version_text(state: NodeState) -> str | None:
+    """``/proc/driver/nvidia/version`` of the loaded kernel module; None when it is not loaded."""
+    drv = state.driver
+    if not drv.loaded or not state.module_loaded("nvidia"):
+        return None
+    if drv.open_kernel_module:
+        head = (
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {drv.kernel_module_version}  Release Build  "
+            f"(dvs-builder@U22-I3-B10-02-5)  {drv.build_date or ''}"
+        ).rstrip()
+    else:
+        head = f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {drv.kernel_module_version}  {drv.build_date or ''}"
+        head = head.rstrip()
+    gcc = _GCC.get(state.os_release.get("VERSION_ID", ""), "gcc version 12.3.0 (GCC)")
+    return f"{head}\nGCC version:  {gcc} \n"
+
+
+def _os_release_text(state: NodeState) -> str | None:
+    if not state.os_release:
+        return None
+    lines = []
+    for key, value in state.os_release.items():
+        lines.append(f"{key}={value}" if key in _UNQUOTED_OS_KEYS else f'{key}="{value}"')
+    return "\n".join(lines) + "\n"
+
+
+def cat(args: list[str], session: Session) -> ToolResult:
+    """``cat FILE...`` for the files the capture reads: the driver version and os-release."""
+    state = session.read()
+    out: list[str] = []
+    err: list[str] = []
+    for path in (a for a in args if not a.startswith("-") or a == "-"):
+        text: str | None
+        if path == "/proc/driver/nvidia/version":
+            text = driver_version_text(state)
+        elif path in ("/etc/os-release", "/usr/lib/os-release"):
+            text = _os_release_text(state)
+        elif path == "/proc/sys/kernel/hostname" or path == "/etc/hostname":
+            text = f"{state.host}\n"
+        else:
+            text = None
+        if text is None:
+            err.append(f"cat: {path}: No such file or directory\n")
+        else:
+            out.append(text)
+    return ToolResult(1 if err else 0, "".join(out), "".join(err))
+
+
+def uname(args: list[str], session: Session) -> ToolResult:
+    """``uname [-a | -s -n -r -v -m]``."""
+    state = session.read()
+    full = state.uname or f"Linux {state.host} 5.15.0-91-generic #101-Ubuntu SMP x86_64 x86_64 x86_64 GNU/Linux"
+    parts = full.split()
+    if not args:
+        return ToolResult(0, "Linux\n")
+    if "-a" in args or "--all" in args:
+        return ToolResult(0, full + "\n")
+    kernel_version = " ".join(parts[3:-4]) if len(parts) > 7 else ""
+    fields = {"-s": parts[0], "-n": state.host, "-r": parts[2] if len(parts) > 2 else "",
+              "-v": kernel_version, "-m": "x86_64", "-p": "x86_64", "-i": "x86_64", "-o": "GNU/Linux"}
+    picked = []
+    for arg in args:
+        if arg not in fields:
+            return ToolResult(1, "", f"uname: invalid option -- '{arg.lstrip('-')}'\n"
+                              "Try 'uname --help' for more information.\n")
+        picked.append(fields[arg])
+    return ToolResult(0, " ".join(picked) + "\n")
