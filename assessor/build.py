@@ -15,6 +15,7 @@ from assessor.snapshot import Snapshot, Source, known_files
 # When two files feed the same field, the first one that parses wins.
 PRIORITY = ("nvml.json", "nvidia-smi-q.xml", "nvidia-smi-L.txt")
 
+
 def nvml_failure(text: str) -> str | None:
     """The driver-level failure nvidia-smi printed instead of its output, if that is what ``text`` is."""
     from assessor.parsers._nvsmi import failure_message

@@ -58,9 +58,46 @@ COMMANDS: tuple[Command, ...] = (
 
 # Active tests take minutes and load the node: only on request (`capture --with nccl,dcgm`).
 ACTIVE: dict[str, Command] = {
-    "nccl": _cmd("nccl-tests.txt", ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", "8"]),
-    "dcgm": _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", "1"]),
+    # NCCL_DEBUG=INFO makes NCCL say which network and transports it chose (nccl.transport reads them).
+    "nccl": _cmd(
+        "nccl-tests.txt",
+        [
+            "env",
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,NET",
+            "all_reduce_perf",
+            "-b",
+            "1G",
+            "-e",
+            "8G",
+            "-f",
+            "2",
+            "-g",
+            "8",
+        ],
+    ),
+    # level 2 runs the hardware tests (memory, PCIe, NVLink); level 1 only checks the deployment
+    "dcgm": _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", "2"]),
 }
+
+
+def _variant(base: str, name: str, flag: str, value: int) -> str:
+    """Register (once) an ACTIVE entry like ``base`` with ``flag``'s value replaced; returns its name."""
+    if name not in ACTIVE:
+        argv = list(ACTIVE[base].argvs[0])
+        argv[argv.index(flag) + 1] = str(value)
+        ACTIVE[name] = _cmd(ACTIVE[base].file, argv)
+    return name
+
+
+def nccl_test(gpus: int) -> str:
+    """The ACTIVE name of the nccl test over ``gpus`` GPUs (``ACTIVE["nccl"]`` assumes 8: labs pass the count)."""
+    return "nccl" if gpus == 8 else _variant("nccl", f"nccl-g{gpus}", "-g", gpus)
+
+
+def dcgm_diag(level: int) -> str:
+    """The ACTIVE name of ``dcgmi diag -r LEVEL`` (``ACTIVE["dcgm"]`` is level 1)."""
+    return "dcgm" if level == 1 else _variant("dcgm", f"dcgm-r{level}", "-r", level)
 
 
 @dataclass
@@ -128,10 +165,9 @@ def source_from(command: Command, runner: Runner, timeout: float) -> Source:
         if outcome.exit_code != 0:
             src.status = "failed"
             src.message = f"{shlex.join(used)} exited {outcome.exit_code}"
-            if not outcome.stdout.strip():
-                # a "not found" from the shell or a missing file is a gap, not a broken node
-                if outcome.exit_code == 127 or "No such file" in outcome.stderr:
-                    src.status, src.text = "missing", None
+            # a "not found" from the shell or a missing file is a gap, not a broken node
+            if not outcome.stdout.strip() and (outcome.exit_code == 127 or "No such file" in outcome.stderr):
+                src.status, src.text = "missing", None
     return src
 
 
@@ -174,7 +210,19 @@ def nvml_source(produce: Callable[[], str]) -> Source:
         text = produce()
     except GpulabError as exc:
         status = "missing" if "not found" in str(exc) else "failed"
-        return Source("nvml.json", None, status, command="NVML collector (pynvml)", message=str(exc),
-                      duration_s=round(time.monotonic() - start, 4))
-    return Source("nvml.json", text, "ok", exit_code=0, command="NVML collector (pynvml)",
-                  duration_s=round(time.monotonic() - start, 4))
+        return Source(
+            "nvml.json",
+            None,
+            status,
+            command="NVML collector (pynvml)",
+            message=str(exc),
+            duration_s=round(time.monotonic() - start, 4),
+        )
+    return Source(
+        "nvml.json",
+        text,
+        "ok",
+        exit_code=0,
+        command="NVML collector (pynvml)",
+        duration_s=round(time.monotonic() - start, 4),
+    )

@@ -37,17 +37,30 @@ def main() -> None:
 def _target_options(f: Any) -> Any:
     """Options every command that reaches targets shares."""
     options = [
-        click.option("--target", "-t", "targets", multiple=True, metavar="TARGET",
-                     help="local, snapshot:DIR, mock:NAME, mock:FILE.json, ssh://[user@]host[:port] (repeatable)."),
+        click.option(
+            "--target",
+            "-t",
+            "targets",
+            multiple=True,
+            metavar="TARGET",
+            help="local, snapshot:DIR, mock:NAME, mock:FILE.json, ssh://[user@]host[:port] (repeatable).",
+        ),
         click.option("--inventory", "-i", metavar="FILE", help="Ansible inventory (YAML, INI, script or plugin)."),
-        click.option("--limit", "-l", metavar="PATTERN", help="Hosts or groups of the inventory, as Ansible's --limit."),
-        click.option("--forks", type=click.IntRange(1, 1024), default=32, show_default=True,
-                     help="Targets handled at once."),
+        click.option(
+            "--limit", "-l", metavar="PATTERN", help="Hosts or groups of the inventory, as Ansible's --limit."
+        ),
+        click.option(
+            "--forks", type=click.IntRange(1, 1024), default=32, show_default=True, help="Targets handled at once."
+        ),
         click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds per command."),
-        click.option("--host-timeout", type=float, default=600.0, show_default=True,
-                     help="Seconds for one whole target."),
-        click.option("--accept-new-host-keys", is_flag=True,
-                     help="Trust and remember unknown SSH host keys (fresh lab VMs); changed keys are still refused."),
+        click.option(
+            "--host-timeout", type=float, default=600.0, show_default=True, help="Seconds for one whole target."
+        ),
+        click.option(
+            "--accept-new-host-keys",
+            is_flag=True,
+            help="Trust and remember unknown SSH host keys (fresh lab VMs); changed keys are still refused.",
+        ),
         click.option("--identity", metavar="KEYFILE", help="SSH private key (else agent, inventory, ~/.ssh)."),
         click.option("--known-hosts", metavar="FILE", help="known_hosts file besides ~/.ssh/known_hosts."),
     ]
@@ -56,8 +69,15 @@ def _target_options(f: Any) -> Any:
     return f
 
 
-def _jobs(targets: tuple[str, ...], inventory: str | None, limit: str | None, host_timeout: float,
-          accept_new_host_keys: bool, identity: str | None, known_hosts: str | None) -> list[Any]:
+def _jobs(
+    targets: tuple[str, ...],
+    inventory: str | None,
+    limit: str | None,
+    host_timeout: float,
+    accept_new_host_keys: bool,
+    identity: str | None,
+    known_hosts: str | None,
+) -> list[Any]:
     from assessor.fleet import Job
     from assessor.targets import TargetOptions, open_target
 
@@ -65,8 +85,9 @@ def _jobs(targets: tuple[str, ...], inventory: str | None, limit: str | None, ho
         raise click.UsageError("give --target (local, snapshot:DIR, mock:NAME, ssh://host, ...) or --inventory FILE")
     if limit and not inventory:
         raise click.UsageError("--limit selects hosts of an --inventory")
-    options = TargetOptions(accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts,
-                            host_timeout=host_timeout)
+    options = TargetOptions(
+        accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts, host_timeout=host_timeout
+    )
     jobs = [Job(spec, open_target(spec, options)) for spec in targets]
     if inventory:
         from assessor import inventory as inv
@@ -77,17 +98,55 @@ def _jobs(targets: tuple[str, ...], inventory: str | None, limit: str | None, ho
     return jobs
 
 
+def _active_tests(text: str) -> tuple[str, ...]:
+    from assessor.capture import ACTIVE
+    from assessor.errors import InputError
+
+    tests = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in tests if t not in ACTIVE]
+    if unknown:
+        raise InputError(f"--with: unknown test {unknown[0]!r} (tests: {', '.join(ACTIVE)})")
+    return tests
+
+
 @main.command()
 @_target_options
 @click.option("--profile", "-p", metavar="NAME|FILE", help="Readiness profile (see `gpulab profiles list`).")
-@click.option("--check", "-c", "check_opts", multiple=True, metavar="ID[:key=value,...]",
-              help="Run this check (with parameters); with --profile, adds to or overrides it.")
-@click.option("--format", "-f", "fmt", type=click.Choice(["table", "json", "junit"]), default="table",
-              show_default=True)
+@click.option(
+    "--check",
+    "-c",
+    "check_opts",
+    multiple=True,
+    metavar="ID[:key=value,...]",
+    help="Run this check (with parameters); with --profile, adds to or overrides it.",
+)
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(["table", "json", "junit"]), default="table", show_default=True
+)
 @click.option("--out", "-o", type=click.Path(file_okay=False), help="Keep each target's snapshot under DIR/<host>/.")
-def assess(targets: tuple[str, ...], inventory: str | None, limit: str | None, forks: int, timeout: float,
-           host_timeout: float, accept_new_host_keys: bool, identity: str | None, known_hosts: str | None,
-           profile: str | None, check_opts: tuple[str, ...], fmt: str, out: str | None) -> None:
+@click.option(
+    "--with",
+    "active",
+    default="",
+    metavar="TESTS",
+    help="Also run active tests on the targets: nccl, dcgm (comma-separated).",
+)
+def assess(
+    targets: tuple[str, ...],
+    inventory: str | None,
+    limit: str | None,
+    forks: int,
+    timeout: float,
+    host_timeout: float,
+    accept_new_host_keys: bool,
+    identity: str | None,
+    known_hosts: str | None,
+    profile: str | None,
+    check_opts: tuple[str, ...],
+    fmt: str,
+    out: str | None,
+    active: str,
+) -> None:
     """Assess targets against a readiness profile.
 
     Exit code 0 when nothing failed or errored, 1 when something did, 2 for bad input,
@@ -109,7 +168,15 @@ def assess(targets: tuple[str, ...], inventory: str | None, limit: str | None, f
     jobs = _jobs(targets, inventory, limit, host_timeout, accept_new_host_keys, identity, known_hosts)
     bar = fleet.Progress(len(jobs)) if len(jobs) > 1 else None
     try:
-        run = fleet.run(jobs, prof, forks=forks, timeout=timeout, out=Path(out) if out else None, progress=bar)
+        run = fleet.run(
+            jobs,
+            prof,
+            forks=forks,
+            timeout=timeout,
+            out=Path(out) if out else None,
+            progress=bar,
+            active=_active_tests(active),
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -130,12 +197,29 @@ def assess(targets: tuple[str, ...], inventory: str | None, limit: str | None, f
 
 @main.command()
 @_target_options
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
-              help="Snapshot directory to write (DIR/<host>/ for several targets).")
-@click.option("--with", "active", default="", metavar="TESTS", help="Also run active tests: nccl, dcgm (comma-separated).")
-def capture(targets: tuple[str, ...], inventory: str | None, limit: str | None, forks: int, timeout: float,
-            host_timeout: float, accept_new_host_keys: bool, identity: str | None, known_hosts: str | None,
-            out: str, active: str) -> None:
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Snapshot directory to write (DIR/<host>/ for several targets).",
+)
+@click.option(
+    "--with", "active", default="", metavar="TESTS", help="Also run active tests: nccl, dcgm (comma-separated)."
+)
+def capture(
+    targets: tuple[str, ...],
+    inventory: str | None,
+    limit: str | None,
+    forks: int,
+    timeout: float,
+    host_timeout: float,
+    accept_new_host_keys: bool,
+    identity: str | None,
+    known_hosts: str | None,
+    out: str,
+    active: str,
+) -> None:
     """Capture targets' tool outputs into snapshot directories (default target: local)."""
     import datetime
     from concurrent.futures import ThreadPoolExecutor
@@ -143,15 +227,18 @@ def capture(targets: tuple[str, ...], inventory: str | None, limit: str | None, 
 
     from assessor import __version__ as version
     from assessor import snapshot
-    from assessor.capture import ACTIVE
-    from assessor.errors import GpulabError, InputError
+    from assessor.errors import GpulabError
 
-    tests = tuple(t.strip() for t in active.split(",") if t.strip())
-    unknown = [t for t in tests if t not in ACTIVE]
-    if unknown:
-        raise InputError(f"--with: unknown test {unknown[0]!r} (tests: {', '.join(ACTIVE)})")
-    jobs = _jobs(targets or (() if inventory else ("local",)), inventory, limit, host_timeout,
-                 accept_new_host_keys, identity, known_hosts)
+    tests = _active_tests(active)
+    jobs = _jobs(
+        targets or (() if inventory else ("local",)),
+        inventory,
+        limit,
+        host_timeout,
+        accept_new_host_keys,
+        identity,
+        known_hosts,
+    )
     single = len(jobs) == 1
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
@@ -288,8 +375,7 @@ def sim() -> None:
 
 
 @sim.command("init")
-@click.option("--fixture", default="hgx-h100", show_default=True,
-              help="dgx-a100, hgx-h100, hgx-h200 or pcie-l40s.")
+@click.option("--fixture", default="hgx-h100", show_default=True, help="dgx-a100, hgx-h100, hgx-h200 or pcie-l40s.")
 @click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file to write.")
 @click.option("--host", default=None, help="Host name the simulated node reports.")
 @click.option("--force", is_flag=True, help="Overwrite an existing state file.")
@@ -349,3 +435,9 @@ def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list
         kwargs[key] = yaml.safe_load(value)
     message = faults.inject(state_path, fault, **kwargs)
     click.echo(message)
+
+
+from assessor.labs.cli import lab, progress  # noqa: E402
+
+main.add_command(lab)
+main.add_command(progress)

@@ -215,7 +215,9 @@ class NcclDebug:
     network: str | None = None  # IB, IBext_v8, Socket
     ib_no_device: bool = False  # "NET/IB : No device found."
     ib_devices: list[str] = field(default_factory=list)  # mlx5_0:1/IB ...
-    transports: list[str] = field(default_factory=list)  # distinct, e.g. P2P/IPC, P2P/CUMEM, NVLS, NET/IB/GDRDMA, NET/IB, NET/Socket, SHM
+    transports: list[str] = field(
+        default_factory=list
+    )  # distinct, e.g. P2P/IPC, P2P/CUMEM, NVLS, NET/IB/GDRDMA, NET/IB, NET/Socket, SHM
     gdrdma: bool | None = None  # True when some NET/IB channel says GDRDMA
     warnings: list[str] = field(default_factory=list)  # NCCL WARN lines
 
@@ -353,11 +355,7 @@ def _convert(tp: Any, data: Any) -> Any:
         return _convert(args[0], data) if len(args) == 1 else data
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = typing.get_type_hints(tp)
-        kwargs = {
-            f.name: _convert(hints[f.name], data[f.name])
-            for f in dataclasses.fields(tp)
-            if f.name in data
-        }
+        kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(tp) if f.name in data}
         return tp(**kwargs)
     if origin is list:
         (item,) = typing.get_args(tp)

@@ -30,7 +30,9 @@ class FleetRun:
     interrupted: bool = False
 
 
-def assess_one(job: Job, profile: Profile, *, timeout: float, out: Path | None = None) -> TargetResults:
+def assess_one(
+    job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
+) -> TargetResults:
     """Assess one target; any failure to reach or read it is an error for it alone."""
     from assessor import snapshot
     from assessor.build import facts_from_snapshot
@@ -38,7 +40,7 @@ def assess_one(job: Job, profile: Profile, *, timeout: float, out: Path | None =
     from assessor.runner import run_profile
 
     try:
-        snap = job.target.snapshot(timeout=timeout)
+        snap = job.target.snapshot(timeout=timeout, active=active)
     except GpulabError as exc:
         return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
     except Exception as exc:  # a transport bug must not take the fleet down
@@ -62,13 +64,14 @@ def run(
     timeout: float = 30.0,
     out: Path | None = None,
     progress: Callable[[Job, TargetResults], None] | None = None,
+    active: tuple[str, ...] = (),
 ) -> FleetRun:
     """Assess every job with at most ``forks`` at a time, results in job order."""
     done: dict[int, TargetResults] = {}
     lock = threading.Lock()
     pool = ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="gpulab")
     futures: dict[Future[TargetResults], int] = {
-        pool.submit(assess_one, job, profile, timeout=timeout, out=out): i for i, job in enumerate(jobs)
+        pool.submit(assess_one, job, profile, timeout=timeout, out=out, active=active): i for i, job in enumerate(jobs)
     }
     interrupted = False
     try:
@@ -91,7 +94,9 @@ def run(
         if i in done:
             results.append(done[i])
         elif interrupted:
-            results.append(TargetResults(job.target.spec, job.target.name, [], error="interrupted (Ctrl-C) before it finished"))
+            results.append(
+                TargetResults(job.target.spec, job.target.name, [], error="interrupted (Ctrl-C) before it finished")
+            )
     return FleetRun(results, interrupted)
 
 
@@ -106,8 +111,14 @@ class Progress:
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("assessing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("{task.description}"), transient=True)
+            self._bar = Progress(
+                TextColumn("assessing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                transient=True,
+            )
             self._task = self._bar.add_task("", total=total)
             self._bar.start()
 

@@ -65,7 +65,9 @@ def _host(name: str, hv: dict[str, Any], path: str) -> InventoryHost:
     try:
         port = int(hv.get("ansible_port") or 22)
     except (TypeError, ValueError):
-        raise InputError(f"{path}: host {name}: ansible_port must be a number, got {hv.get('ansible_port')!r}") from None
+        raise InputError(
+            f"{path}: host {name}: ansible_port must be a number, got {hv.get('ansible_port')!r}"
+        ) from None
     user = hv.get("ansible_user")
     ssh = {
         "host": address,
@@ -99,11 +101,11 @@ def _collected_warnings(into: list[str]) -> Iterator[None]:
         where = f"Origin: {getattr(origin, 'path', '')}:{line}" if line else ""
         into.append(f"{msg} {exception}\n{where}")
 
-    display.warning, display.error_as_warning = warning, error_as_warning  # type: ignore[method-assign]
+    display.warning, display.error_as_warning = warning, error_as_warning
     try:
         yield
     finally:
-        display.warning, display.error_as_warning = originals  # type: ignore[method-assign]
+        display.warning, display.error_as_warning = originals
 
 
 def _path_or_none(value: Any) -> str | None:

@@ -27,8 +27,9 @@ def render(doc: dict[str, Any]) -> str:
             counts["errors"] += 1
         for result in target["results"]:
             counts["tests"] += 1
-            case = ET.SubElement(suite, "testcase", classname=f"{name}.{result['check'].split('.')[0]}",
-                                 name=result["check"], time="0")
+            case = ET.SubElement(
+                suite, "testcase", classname=f"{name}.{result['check'].split('.')[0]}", name=result["check"], time="0"
+            )
             status, message = result["status"], result["message"]
             body = _details(result)
             if status == "fail":

@@ -36,7 +36,7 @@ def coerce(spec: CheckSpec, name: str, value: Any) -> Any:
         raise InputError(f"check {spec.id} parameter {name} must be {param.type}, got {value!r}")
     if not isinstance(value, allowed):
         raise InputError(f"check {spec.id} parameter {name} must be {param.type}, got {value!r}")
-    if param.type == "float":
+    if param.type == "float" and isinstance(value, int | float):
         value = float(value)
     return value
 

@@ -63,6 +63,8 @@ def parse(text: str, filename: str) -> Profile:
         raise doc.error(("checks",), "profile needs a non-empty list of checks")
     refs: list[CheckRef] = []
     for i, item in enumerate(items):
+        raw: Any
+        check_id: Any
         if isinstance(item, str):
             check_id, raw = item, {}
         elif isinstance(item, dict):
@@ -95,5 +97,8 @@ def everything() -> Profile:
     """Every check with its defaults: what `assess` runs with no profile."""
     from assessor import checks
 
-    return Profile("all-checks", "every check in the catalogue with default parameters",
-                   tuple(CheckRef(i) for i in sorted(checks.REGISTRY)))
+    return Profile(
+        "all-checks",
+        "every check in the catalogue with default parameters",
+        tuple(CheckRef(i) for i in sorted(checks.REGISTRY)),
+    )

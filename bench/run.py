@@ -31,7 +31,9 @@ def bench_corpus(rounds: int) -> None:
         for kind, text in files:
             parsers.parse(kind, text)
     elapsed = time.perf_counter() - start
-    print(f"corpus: {len(files)} files x {rounds} rounds in {elapsed:.2f} s = {elapsed / rounds * 1000:.1f} ms per pass")
+    print(
+        f"corpus: {len(files)} files x {rounds} rounds in {elapsed:.2f} s = {elapsed / rounds * 1000:.1f} ms per pass"
+    )
 
 
 def bench_assess(rounds: int) -> None:
@@ -39,15 +41,19 @@ def bench_assess(rounds: int) -> None:
     from tests.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
 
     with tempfile.TemporaryDirectory() as tmp:
-        snap = corpus_snapshot(Path(tmp) / "node", {**HEALTHY_A100, **{k: v for k, v in BROKEN_H100.items() if k == "dmesg.txt"}})
+        snap = corpus_snapshot(
+            Path(tmp) / "node", {**HEALTHY_A100, **{k: v for k, v in BROKEN_H100.items() if k == "dmesg.txt"}}
+        )
         prof = profiles.load("hgx-h100")
         times = []
         for _ in range(rounds):
             start = time.perf_counter()
             runner.assess(f"snapshot:{snap}", prof)
             times.append(time.perf_counter() - start)
-    print(f"assess snapshot (hgx-h100 profile, {len(prof.checks)} checks): "
-          f"median {statistics.median(times) * 1000:.1f} ms per run over {rounds} runs")
+    print(
+        f"assess snapshot (hgx-h100 profile, {len(prof.checks)} checks): "
+        f"median {statistics.median(times) * 1000:.1f} ms per run over {rounds} runs"
+    )
 
 
 def bench_startup(rounds: int) -> None:
@@ -65,8 +71,9 @@ def main() -> None:
     ap.add_argument("which", nargs="*", default=["corpus", "assess", "startup"])
     args = ap.parse_args()
     for name in args.which:
-        {"corpus": lambda: bench_corpus(100), "assess": lambda: bench_assess(20),
-         "startup": lambda: bench_startup(10)}[name]()
+        {"corpus": lambda: bench_corpus(100), "assess": lambda: bench_assess(20), "startup": lambda: bench_startup(10)}[
+            name
+        ]()
 
 
 if __name__ == "__main__":

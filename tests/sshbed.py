@@ -84,8 +84,7 @@ class SshBed:
         self.write_known_hosts()
         return self
 
-    def add_node(self, name: str, fixture: str, *, extra_bin: dict[str, str] | None = None,
-                 shims: bool = True) -> Node:
+    def add_node(self, name: str, fixture: str, *, extra_bin: dict[str, str] | None = None, shims: bool = True) -> Node:
         """A node; ``extra_bin`` puts scripts (name -> sh body) ahead of the shims on its PATH."""
         node = Node(name, free_port(), self.root / name, fixture)
         node.directory.mkdir(parents=True, exist_ok=True)
@@ -170,8 +169,15 @@ class SshBed:
 
     def inventory(self, path: Path, nodes: list[Node] | None = None, extra: str = "") -> Path:
         """A YAML Ansible inventory of the bed's nodes (group ``gpu``), plus ``extra`` host lines."""
-        lines = ["all:", "  vars:", f"    ansible_user: {self.user}",
-                 f"    ansible_ssh_private_key_file: {self.client_key}", "  children:", "    gpu:", "      hosts:"]
+        lines = [
+            "all:",
+            "  vars:",
+            f"    ansible_user: {self.user}",
+            f"    ansible_ssh_private_key_file: {self.client_key}",
+            "  children:",
+            "    gpu:",
+            "      hosts:",
+        ]
         for node in nodes or self.nodes:
             lines.append(f"        {node.name}: {{ansible_host: 127.0.0.1, ansible_port: {node.port}}}")
         path.write_text("\n".join(lines) + "\n" + extra)

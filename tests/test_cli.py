@@ -48,8 +48,19 @@ def test_broken_node_gets_an_engineers_verdicts(tmp_path: Path) -> None:
 
 def test_healthy_a100_snapshot_passes_nccl_and_counts(tmp_path: Path) -> None:
     snap = corpus_snapshot(tmp_path / "node", HEALTHY_A100)
-    code, out, _ = gpulab("assess", "-t", f"snapshot:{snap}", "-c", "nccl.busbw:min_gbps=228",
-                          "-c", "gpu.count:expected=1", "-c", "ib.ports_active:link_layer=InfiniBand", "--format", "json")
+    code, out, _ = gpulab(
+        "assess",
+        "-t",
+        f"snapshot:{snap}",
+        "-c",
+        "nccl.busbw:min_gbps=228",
+        "-c",
+        "gpu.count:expected=1",
+        "-c",
+        "ib.ports_active:link_layer=InfiniBand",
+        "--format",
+        "json",
+    )
     got = verdicts(json.loads(out))
     assert set(got) == {"nccl.busbw", "gpu.count", "ib.ports_active"}
     assert got["nccl.busbw"]["status"] == "pass"

@@ -52,8 +52,12 @@ def test_unreadable_file_becomes_a_problem(tmp_path: Path) -> None:
 def test_capture_failure_recorded_in_meta_is_a_problem(tmp_path: Path) -> None:
     corpus_snapshot(tmp_path, {"lsmod.txt": "ibstat/01_h100_cx7_ndr400_ib_all_active.txt"})
     (tmp_path / "lsmod.txt").write_text("Module Size Used by\nnvidia 100 0\n")
-    meta = {"files": {"ibstat.txt": {"command": "ibstat", "status": "timeout", "message": "ibstat timed out after 30 s"},
-                      "dcgmi-diag.txt": {"command": "dcgmi diag -r 1", "status": "missing"}}}
+    meta = {
+        "files": {
+            "ibstat.txt": {"command": "ibstat", "status": "timeout", "message": "ibstat timed out after 30 s"},
+            "dcgmi-diag.txt": {"command": "dcgmi diag -r 1", "status": "missing"},
+        }
+    }
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     facts = facts_from_snapshot(snapshot.read(tmp_path))
     assert "timed out" in facts.problems["ib_ports"]
@@ -87,8 +91,9 @@ def test_nvml_failure_ignores_xml() -> None:
 def test_write_then_read_round_trips_sources_and_meta(tmp_path: Path) -> None:
     snap = snapshot.Snapshot(host="node01")
     snap.sources["uname.txt"] = snapshot.Source("uname.txt", "Linux node01 6.1\n", command="uname -a", exit_code=0)
-    snap.sources["ibstat.txt"] = snapshot.Source("ibstat.txt", None, "missing", command="ibstat",
-                                                 message="ibstat is not installed on the target")
+    snap.sources["ibstat.txt"] = snapshot.Source(
+        "ibstat.txt", None, "missing", command="ibstat", message="ibstat is not installed on the target"
+    )
     snapshot.write(snap, tmp_path / "s")
     back = snapshot.read(tmp_path / "s")
     assert back.host == "node01"

@@ -14,7 +14,7 @@ from assessor.checks import (  # noqa: F401  (registration side effects)
 )
 from assessor.checks.base import REGISTRY, CheckSpec, run_check
 
-__all__ = ["REGISTRY", "CheckSpec", "run_check", "get"]
+__all__ = ["REGISTRY", "CheckSpec", "get", "run_check"]
 
 
 def get(check_id: str) -> CheckSpec:

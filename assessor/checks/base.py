@@ -121,6 +121,8 @@ def run_check(spec: CheckSpec, facts: NodeFacts, params: dict[str, Any]) -> Resu
     except MissingFacts as exc:
         return Result(spec.id, "skip", str(exc))
     except BrokenFacts as exc:
-        return Result(spec.id, "error", str(exc), hint="recapture the source named above and check the tool runs on the node")
+        return Result(
+            spec.id, "error", str(exc), hint="recapture the source named above and check the tool runs on the node"
+        )
     except Exception as exc:  # a check bug must not end the run
         return Result(spec.id, "error", f"internal error in check {spec.id}: {type(exc).__name__}: {exc}")

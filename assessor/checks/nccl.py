@@ -240,7 +240,7 @@ def _auto_bool(value: Any) -> bool | None:
         "ibstat). No GDRDMA: `modprobe nvidia_peermem` and check the GPU-NIC PCIe affinity (topo.nic_affinity)."
     ),
 )
-def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:  # noqa: C901
+def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
     run: NcclRun = need(facts, "nccl")
     debug = run.debug
     if debug.network is None and not debug.transports:

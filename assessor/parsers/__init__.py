@@ -28,23 +28,51 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("nvml", "nvml_json", "parse", "nvml.json", "the NVML collector (pynvml)", ("driver", "gpus", "mig_instances")),
+        Kind(
+            "nvml",
+            "nvml_json",
+            "parse",
+            "nvml.json",
+            "the NVML collector (pynvml)",
+            ("driver", "gpus", "mig_instances"),
+        ),
         Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi-q.xml", "nvidia-smi -q -x", ("driver", "gpus")),
         Kind("nvidia-smi-list", "nvidia_smi_list", "parse", "nvidia-smi-L.txt", "nvidia-smi -L", ("gpus",)),
         Kind("nvidia-smi-topo", "nvidia_smi_topo", "parse", "nvidia-smi-topo.txt", "nvidia-smi topo -m", ("topology",)),
-        Kind("nvidia-smi-mig-lgi", "nvidia_smi_mig", "parse_lgi", "nvidia-smi-mig-lgi.txt", "nvidia-smi mig -lgi", ("mig_instances",)),
+        Kind(
+            "nvidia-smi-mig-lgi",
+            "nvidia_smi_mig",
+            "parse_lgi",
+            "nvidia-smi-mig-lgi.txt",
+            "nvidia-smi mig -lgi",
+            ("mig_instances",),
+        ),
         Kind("nvidia-smi-mig-lgip", "nvidia_smi_mig", "parse_lgip", None, "nvidia-smi mig -lgip", ("mig_profiles",)),
         Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", None, "nvidia-smi mig -lgipp", ("mig_profiles",)),
         Kind("ibstat", "ibstat", "parse", "ibstat.txt", "ibstat", ("ib_ports",)),
         Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices",)),
-        Kind("ib-write-bw", "perftest", "parse", "ib_write_bw.txt", "ib_write_bw (perftest, client side)", ("ib_write_bw",)),
+        Kind(
+            "ib-write-bw",
+            "perftest",
+            "parse",
+            "ib_write_bw.txt",
+            "ib_write_bw (perftest, client side)",
+            ("ib_write_bw",),
+        ),
         Kind("lsmod", "lsmod", "parse", "lsmod.txt", "lsmod", ("modules",)),
         Kind("dmesg", "dmesg", "parse", "dmesg.txt", "dmesg", ("kernel_events",)),
         Kind("systemctl-show", "services", "parse", "services.txt", "systemctl show <NVIDIA services>", ("services",)),
         Kind("nccl-tests", "nccl_tests", "parse", "nccl-tests.txt", "all_reduce_perf (nccl-tests)", ("nccl",)),
         Kind("nccl-debug", "nccl_debug", "parse", None, "NCCL_DEBUG=INFO log lines", ("nccl",)),
         Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi-diag.txt", "dcgmi diag -r N", ("dcgm_diag",)),
-        Kind("driver-version", "system", "parse_driver_version", "driver-version.txt", "cat /proc/driver/nvidia/version", ("driver",)),
+        Kind(
+            "driver-version",
+            "system",
+            "parse_driver_version",
+            "driver-version.txt",
+            "cat /proc/driver/nvidia/version",
+            ("driver",),
+        ),
         Kind("os-release", "system", "parse_os_release", "os-release.txt", "cat /etc/os-release", ("os_release",)),
         Kind("uname", "system", "parse_uname", "uname.txt", "uname -a", ("uname",)),
     )
@@ -72,5 +100,7 @@ def parse(kind_name: str, text: str, *, source: str | None = None) -> NodeFacts:
     try:
         facts: NodeFacts = func(text)
     except ParseError as exc:
-        raise exc.with_source(source) if source else exc
+        if source:
+            raise exc.with_source(source) from None
+        raise
     return facts

@@ -7,7 +7,7 @@ never appear in a repr, a message or a log line.
 
 from __future__ import annotations
 
-import socket
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -73,10 +73,8 @@ def connect(params: SshParams) -> paramiko.SSHClient:
     import paramiko
 
     client = paramiko.SSHClient()
-    try:
+    with contextlib.suppress(OSError):
         client.load_system_host_keys()
-    except OSError:
-        pass
     if params.known_hosts and Path(params.known_hosts).exists():
         client.load_host_keys(params.known_hosts)
     client.set_missing_host_key_policy(_policy(params))
@@ -111,7 +109,7 @@ def connect(params: SshParams) -> paramiko.SSHClient:
                 f"{params.host}) or pass --accept-new-host-keys for fresh lab machines"
             ) from None
         raise HostError(f"SSH to {params.address} failed: {exc}") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         client.close()
         raise HostError(f"unreachable: no answer from {params.address} within {params.connect_timeout:g} s") from None
     except OSError as exc:
@@ -143,7 +141,7 @@ def run_script(client: paramiko.SSHClient, script: str, params: SshParams) -> st
             channel.settimeout(min(remaining, 5.0))
             try:
                 data = channel.recv(65536)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 if channel.exit_status_ready() and not channel.recv_ready():
                     break
                 continue

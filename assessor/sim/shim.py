@@ -21,8 +21,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args[0]}: GPULAB_SIM_STATE is not set: point it at a state file (gpulab sim init)", file=sys.stderr)
         return 1
     if not Path(state).exists():
-        print(f"{args[0]}: simulated node state {state} does not exist (gpulab sim init --state {state})",
-              file=sys.stderr)
+        print(
+            f"{args[0]}: simulated node state {state} does not exist (gpulab sim init --state {state})", file=sys.stderr
+        )
         return 1
     from assessor.sim.tools import Session, run_tool
 

@@ -18,7 +18,7 @@ def write_shims(directory: Path | str, python: str | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     exe = shlex.quote(python or sys.executable)
     root = shlex.quote(str(Path(__file__).resolve().parents[2]))
-    run = f'PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}} exec {exe} -m assessor.sim.shim'
+    run = f"PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}} exec {exe} -m assessor.sim.shim"
     written = []
     for name in sorted(TOOLS):
         if name == "cat":

@@ -17,7 +17,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshBed]:
     bed = SshBed(root).setup(5)
     # a command that hangs, a connection dropped mid-capture, a node without NVIDIA tools
     bed.add_node("hangs", "hgx-h100", extra_bin={"ibstat": "exec sleep 60"})
-    bed.add_node("drops", "hgx-h100", extra_bin={"lsmod": "kill -KILL $PPID; sleep 5"})
+    bed.add_node("drops", "hgx-h100", extra_bin={"lsmod": "kill -KILL $(cut -d' ' -f4 /proc/$PPID/stat); sleep 5"})
     bed.add_node("bare", "hgx-h100", shims=False)
     bed.write_known_hosts()
     bed.start()
@@ -32,7 +32,7 @@ def fresh(bed: SshBed) -> SshBed:
     return bed
 
 
-def node(bed: SshBed, name: str):  # noqa: ANN201
+def node(bed: SshBed, name: str):
     return next(n for n in bed.nodes if n.name == name)
 
 

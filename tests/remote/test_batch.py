@@ -9,8 +9,9 @@ from assessor.remote import batch
 
 
 def run_script(commands: list[Command], timeout: float = 5, cut: int | None = None) -> batch.Records:
-    out = subprocess.run(["sh", "-s"], input=batch.script(commands, timeout), capture_output=True, text=True,
-                         check=False).stdout
+    out = subprocess.run(
+        ["sh", "-s"], input=batch.script(commands, timeout), capture_output=True, text=True, check=False
+    ).stdout
     if cut is not None:
         out = out[:cut]
     return batch.parse_records(out, commands, timeout)

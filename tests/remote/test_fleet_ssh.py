@@ -34,11 +34,28 @@ def test_inventory_fleet_gives_the_right_verdict_per_node(fresh: SshBed, tmp_pat
     faults.inject(node(fresh, "node03").state, "xid-79")
     faults.inject(node(fresh, "node04").state, "peermem-unloaded")
     dead = free_port()
-    inv = write_inventory(fresh, tmp_path, ["node01", "node02", "node03", "node04", "node05"],
-                          extra=f"        ghost: {{ansible_host: 127.0.0.1, ansible_port: {dead}}}\n")
+    inv = write_inventory(
+        fresh,
+        tmp_path,
+        ["node01", "node02", "node03", "node04", "node05"],
+        extra=f"        ghost: {{ansible_host: 127.0.0.1, ansible_port: {dead}}}\n",
+    )
     # the extra host line lands inside gpu.hosts because the inventory ends there
-    code, out, _ = gpulab("assess", "-i", str(inv), "-p", "hgx-h100", "-f", "json",
-                          "--known-hosts", str(fresh.known_hosts), "--forks", "8", "--timeout", "20")
+    code, out, _ = gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "-p",
+        "hgx-h100",
+        "-f",
+        "json",
+        "--known-hosts",
+        str(fresh.known_hosts),
+        "--forks",
+        "8",
+        "--timeout",
+        "20",
+    )
     doc = json.loads(out)
     hosts = by_host(doc)
     assert code == 1
@@ -58,10 +75,23 @@ def test_inventory_fleet_gives_the_right_verdict_per_node(fresh: SshBed, tmp_pat
 def test_junit_output_validates_and_names_suites_after_hosts(fresh: SshBed, tmp_path: Path) -> None:
     faults.inject(node(fresh, "node02").state, "ib-port-down")
     dead = free_port()
-    inv = write_inventory(fresh, tmp_path, ["node01", "node02"],
-                          extra=f"        ghost: {{ansible_host: 127.0.0.1, ansible_port: {dead}}}\n")
-    code, out, _ = gpulab("assess", "--inventory", str(inv), "--profile", "hgx-h100", "--format", "junit",
-                          "--known-hosts", str(fresh.known_hosts))
+    inv = write_inventory(
+        fresh,
+        tmp_path,
+        ["node01", "node02"],
+        extra=f"        ghost: {{ansible_host: 127.0.0.1, ansible_port: {dead}}}\n",
+    )
+    code, out, _ = gpulab(
+        "assess",
+        "--inventory",
+        str(inv),
+        "--profile",
+        "hgx-h100",
+        "--format",
+        "junit",
+        "--known-hosts",
+        str(fresh.known_hosts),
+    )
     assert code == 1
     schema = xmlschema.XMLSchema(str(resources.files("assessor") / "schemas" / "junit.xsd"))
     schema.validate(out)
@@ -77,9 +107,20 @@ def test_junit_output_validates_and_names_suites_after_hosts(fresh: SshBed, tmp_
 
 def test_limit_selects_hosts_like_ansible(fresh: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(fresh, tmp_path, ["node01", "node02", "node03"])
-    code, out, _ = gpulab("assess", "-i", str(inv), "--limit", "node0[1:2]", "-c", "gpu.count:expected=8",
-                          "-f", "json", "--known-hosts", str(fresh.known_hosts))
-    assert code == 0
+    code, out, err = gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "--limit",
+        "node01:node02",
+        "-c",
+        "gpu.count:expected=8",
+        "-f",
+        "json",
+        "--known-hosts",
+        str(fresh.known_hosts),
+    )
+    assert code == 0, err
     assert sorted(by_host(json.loads(out))) == ["node01", "node02"]
 
 
@@ -90,8 +131,9 @@ def test_unknown_host_key_is_refused_unless_accepted(fresh: SshBed, tmp_path: Pa
     code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(empty))
     assert code == 1
     assert "unknown host key" in by_host(json.loads(out))["node01"]["error"]
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(empty),
-                          "--accept-new-host-keys")
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(empty), "--accept-new-host-keys"
+    )
     assert code == 0
     assert f"[127.0.0.1]:{node(fresh, 'node01').port}" in empty.read_text()
 
@@ -101,8 +143,9 @@ def test_changed_host_key_is_refused_even_with_accept_new(fresh: SshBed, tmp_pat
     wrong = tmp_path / "known_hosts"
     other = node(fresh, "node02").known_hosts_line().split()[1:]
     wrong.write_text(f"[127.0.0.1]:{node(fresh, 'node01').port} {' '.join(other)}\n")
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(wrong),
-                          "--accept-new-host-keys")
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(wrong), "--accept-new-host-keys"
+    )
     assert code == 1
     assert "CHANGED" in by_host(json.loads(out))["node01"]["error"]
 
@@ -115,8 +158,9 @@ def test_refused_authentication_is_an_error_for_that_host(fresh: SshBed, tmp_pat
     inv = write_inventory(fresh, tmp_path, ["node01", "node02"])
     text = inv.read_text().replace(str(fresh.client_key), str(stranger))
     inv.write_text(text)
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(fresh.known_hosts))
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(fresh.known_hosts)
+    )
     assert code == 1
     for host in by_host(json.loads(out)).values():
         assert "authentication refused" in host["error"]
@@ -124,8 +168,21 @@ def test_refused_authentication_is_an_error_for_that_host(fresh: SshBed, tmp_pat
 
 def test_hanging_command_errors_its_checks_and_the_rest_completes(bed: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(bed, tmp_path, ["hangs", "node01"])
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "ib.ports_active", "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(bed.known_hosts), "--timeout", "2")
+    code, out, _ = gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "-c",
+        "ib.ports_active",
+        "-c",
+        "gpu.count",
+        "-f",
+        "json",
+        "--known-hosts",
+        str(bed.known_hosts),
+        "--timeout",
+        "2",
+    )
     hosts = by_host(json.loads(out))
     got = {r["check"]: r for r in hosts["hangs"]["results"]}
     assert got["ib.ports_active"]["status"] == "error"
@@ -137,16 +194,30 @@ def test_hanging_command_errors_its_checks_and_the_rest_completes(bed: SshBed, t
 
 def test_whole_host_time_limit(bed: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(bed, tmp_path, ["hangs"])
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(bed.known_hosts), "--timeout", "30", "--host-timeout", "3")
+    code, out, _ = gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "-c",
+        "gpu.count",
+        "-f",
+        "json",
+        "--known-hosts",
+        str(bed.known_hosts),
+        "--timeout",
+        "30",
+        "--host-timeout",
+        "3",
+    )
     assert code == 1
     assert "longer than 3 s" in by_host(json.loads(out))["hangs"]["error"]
 
 
 def test_connection_dropped_mid_capture_is_an_error_for_that_host(bed: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(bed, tmp_path, ["drops", "node01"])
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(bed.known_hosts))
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(bed.known_hosts)
+    )
     hosts = by_host(json.loads(out))
     assert "dropped mid-capture" in hosts["drops"]["error"]
     assert statuses(hosts["node01"]) == {"gpu.count": "pass"}
@@ -155,8 +226,9 @@ def test_connection_dropped_mid_capture_is_an_error_for_that_host(bed: SshBed, t
 
 def test_host_without_nvidia_tools_is_an_error_with_the_reason(bed: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(bed, tmp_path, ["bare"])
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(bed.known_hosts))
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(bed.known_hosts)
+    )
     assert code == 1
     assert "no NVIDIA tools" in by_host(json.loads(out))["bare"]["error"]
 
@@ -166,8 +238,19 @@ def test_no_password_or_key_material_in_results_or_snapshots(fresh: SshBed, tmp_
     inv = write_inventory(fresh, tmp_path, ["node01"])
     inv.write_text(inv.read_text().replace("    ansible_user:", f"    ansible_password: {secret}\n    ansible_user:"))
     out_dir = tmp_path / "snaps"
-    code, out, err = gpulab("assess", "-i", str(inv), "-p", "hgx-h100", "-f", "json", "--out", str(out_dir),
-                            "--known-hosts", str(fresh.known_hosts))
+    _code, out, err = gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "-p",
+        "hgx-h100",
+        "-f",
+        "json",
+        "--out",
+        str(out_dir),
+        "--known-hosts",
+        str(fresh.known_hosts),
+    )
     key_material = fresh.client_key.read_text().splitlines()[1]
     assert (out_dir / "node01" / "meta.json").exists()
     written = out + err + "".join(p.read_text(errors="replace") for p in out_dir.rglob("*") if p.is_file())
@@ -179,8 +262,19 @@ def test_out_keeps_snapshots_that_grade_again_offline(fresh: SshBed, tmp_path: P
     faults.inject(node(fresh, "node02").state, "ib-port-down")
     inv = write_inventory(fresh, tmp_path, ["node02"])
     out_dir = tmp_path / "snaps"
-    gpulab("assess", "-i", str(inv), "-c", "ib.ports_active", "-f", "json", "--out", str(out_dir),
-           "--known-hosts", str(fresh.known_hosts))
+    gpulab(
+        "assess",
+        "-i",
+        str(inv),
+        "-c",
+        "ib.ports_active",
+        "-f",
+        "json",
+        "--out",
+        str(out_dir),
+        "--known-hosts",
+        str(fresh.known_hosts),
+    )
     code, out, _ = gpulab("assess", "-t", f"snapshot:{out_dir / 'node02'}", "-c", "ib.ports_active", "-f", "json")
     assert code == 1
     assert json.loads(out)["targets"][0]["results"][0]["status"] == "fail"
@@ -193,8 +287,9 @@ def test_inventory_host_with_shell_metacharacters_is_never_run(fresh: SshBed, tm
         "all:\n  hosts:\n"
         f"    evil: {{ansible_host: '127.0.0.1; touch {marker}', ansible_port: {node(fresh, 'node01').port}}}\n"
     )
-    code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json",
-                          "--known-hosts", str(fresh.known_hosts))
+    code, out, _ = gpulab(
+        "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(fresh.known_hosts)
+    )
     assert code == 1
     assert "error" in by_host(json.loads(out))["evil"]
     assert not marker.exists()
@@ -211,8 +306,9 @@ def test_malformed_inventory_is_exit_2_naming_file_and_line(tmp_path: Path, text
 
 def test_capture_over_inventory_writes_a_snapshot_per_host(fresh: SshBed, tmp_path: Path) -> None:
     inv = write_inventory(fresh, tmp_path, ["node01", "node02"])
-    code, out, _ = gpulab("capture", "-i", str(inv), "--out", str(tmp_path / "caps"),
-                          "--known-hosts", str(fresh.known_hosts))
+    code, _out, _ = gpulab(
+        "capture", "-i", str(inv), "--out", str(tmp_path / "caps"), "--known-hosts", str(fresh.known_hosts)
+    )
     assert code == 0
     for name in ("node01", "node02"):
         meta = json.loads((tmp_path / "caps" / name / "meta.json").read_text())

@@ -91,7 +91,20 @@ def tool(name: str) -> Tool | None:
 
 
 def run_tool(argv: list[str], session: Session) -> ToolResult:
-    """Run a simulated tool; an unknown program answers like a shell: 127, command not found."""
+    """Run a simulated tool; an unknown program answers like a shell: 127, command not found.
+
+    ``env NAME=VALUE... PROGRAM ARGS`` runs PROGRAM with those variables, as env(1) does.
+    """
+    if argv and os.path.basename(argv[0]) == "env":
+        rest = list(argv[1:])
+        extra: dict[str, str] = {}
+        while rest and "=" in rest[0] and not rest[0].startswith("="):
+            name, _, value = rest.pop(0).partition("=")
+            extra[name] = value
+        if not rest:
+            return ToolResult(0, "".join(f"{k}={v}\n" for k, v in {**session.env, **extra}.items()))
+        inner = Session(session.state, session.path, {**session.env, **extra}, session.euid)
+        return run_tool(rest, inner)
     func = tool(argv[0])
     if func is None:
         return ToolResult(127, "", f"bash: {argv[0]}: command not found\n")

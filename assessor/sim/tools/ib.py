@@ -112,13 +112,16 @@ def ibstat(args: list[str], session: Session) -> ToolResult:
         return ToolResult(255, "", f"ibstat: invalid option -- '{bad.lstrip('-')}'\n")
     if not state.ib_hcas:
         # The sysfs class directory is empty (no RDMA driver loaded).
-        return ToolResult(255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: can't list IB device names: "
-                          "No such file or directory\n")
+        return ToolResult(
+            255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: can't list IB device names: No such file or directory\n"
+        )
     ca_names = positional[:1]
     hcas, unknown = _select(state, ca_names)
     if unknown is not None:
         return ToolResult(
-            255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device '{unknown}' failed: "
+            255,
+            "",
+            f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device '{unknown}' failed: "
             "No such file or directory\n",
         )
     if flags & {"-l", "--list_of_cas"}:
@@ -130,15 +133,20 @@ def ibstat(args: list[str], session: Session) -> ToolResult:
         try:
             port_filter = int(positional[1])
         except ValueError:
-            return ToolResult(255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: invalid port number "
-                              f"'{positional[1]}'\n")
+            return ToolResult(
+                255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: invalid port number '{positional[1]}'\n"
+            )
     short = bool(flags & {"-s", "--short"})
     out: list[str] = []
     for hca in hcas:
         ports = [p for p in hca.ports if port_filter is None or p.port == port_filter]
         if port_filter is not None and not ports:
-            return ToolResult(255, "".join(out), f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device "
-                              f"'{hca.name}' port {port_filter} failed: No such file or directory\n")
+            return ToolResult(
+                255,
+                "".join(out),
+                f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device "
+                f"'{hca.name}' port {port_filter} failed: No such file or directory\n",
+            )
         out.append(f"CA '{hca.name}'\n")
         out.append(f"\tCA type: {hca.ca_type}\n")
         out.append(f"\tNumber of ports: {len(hca.ports)}\n")
@@ -178,8 +186,9 @@ def ibstatus(args: list[str], session: Session) -> ToolResult:
     hcas, unknown = _select(state, [a for a in args if not a.startswith("-")])
     if unknown is not None:
         # The script globs /sys/class/infiniband/NAME and finds nothing.
-        return ToolResult(1, "", f"ls: cannot access '/sys/class/infiniband/{unknown}/ports': "
-                          "No such file or directory\n")
+        return ToolResult(
+            1, "", f"ls: cannot access '/sys/class/infiniband/{unknown}/ports': No such file or directory\n"
+        )
     blocks = []
     for hca in hcas:
         for port in hca.ports:
@@ -366,8 +375,10 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
             continue  # -F, --cpu_util and other flags: accepted, no effect here
         else:
             server = arg
-    hca = next((h for h in state.ib_hcas if h.name == device), None) if device else (
-        state.ib_hcas[0] if state.ib_hcas else None
+    hca = (
+        next((h for h in state.ib_hcas if h.name == device), None)
+        if device
+        else (state.ib_hcas[0] if state.ib_hcas else None)
     )
     if hca is None:
         name = device or "(first device)"
@@ -380,14 +391,17 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     if port.state != "Active":
         words = {"Down": "Down", "Initializing": "Init", "Armed": "Armed"}
         return ToolResult(
-            1, "",
+            1,
+            "",
             f" Port number {port_no} state is {words.get(port.state, port.state)}\n"
             " Couldn't set the link layer\n Couldn't get context for the device\n",
         )
     gpudirect = use_cuda is not None
     if gpudirect:
-        gpu_ok = use_cuda is not None and use_cuda.isdigit() and any(
-            g.index == int(use_cuda) and not g.lost for g in state.gpus
+        gpu_ok = (
+            use_cuda is not None
+            and use_cuda.isdigit()
+            and any(g.index == int(use_cuda) and not g.lost for g in state.gpus)
         )
         if not gpu_ok:
             return ToolResult(1, "", f"Couldn't init CUDA device {use_cuda}\n Couldn't create IB resources\n")

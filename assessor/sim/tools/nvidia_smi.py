@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assessor.sim.state import GpuState, NodeState
+from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nvidia_smi_common import (
     ALL_DONE,
@@ -250,7 +250,7 @@ def list_gpus(gpus: list[GpuState]) -> str:
     return text(*lines)
 
 
-def _mig_devices(gpu: GpuState) -> list[tuple[object, object]]:
+def _mig_devices(gpu: GpuState) -> list[tuple[GpuInstanceState, ComputeInstanceState]]:
     return [
         (gi, ci)
         for gi in sorted(gpu.mig_instances, key=lambda g: g.gi_id)
@@ -303,10 +303,11 @@ def _gpu_rows(g: GpuState) -> list[str]:
     util = "N/A" if g.mig_mode_current else "0%"
     mig = "N/A" if not g.mig_supported else ("Enabled" if g.mig_mode_current else "Disabled")
     compute = _COMPUTE_MODES.get(g.compute_mode, g.compute_mode)
-    power = f"{round(g.power_draw_w):>15}W / {round(g.power_limit_w):>4}W "
+    # Whole watts, cut (not rounded): 100.89 W prints as 100W (corpus nvml/nvidia_smi_default_8xH100_SXM.txt).
+    power = f"{int(g.power_draw_w):>15}W / {int(g.power_limit_w):>4}W "
     return [
         f"|{g.index:>4}  {name:<31}{pm:<3} |   {g.bus_id} {'Off':<3} |{ecc:>21} |",
-        f"| N/A {g.temperature_c:>5}C    {g.performance_state:<2}{power}|"
+        f"| N/A{g.temperature_c:>5}C    {g.performance_state:<2}{power}|"
         f"{g.memory_used_mib:>8}MiB / {g.memory_total_mib:>6}MiB |{util:>8}{compute:>13} |",
         f"|{'':41}|{'':24}|{mig:>21} |",
     ]
@@ -330,11 +331,11 @@ def _mig_table(gpus: list[GpuState]) -> list[str]:
         if not gpu.mig_mode_current:
             continue
         for dev, (gi, ci) in enumerate(_mig_devices(gpu)):
-            r = device_resources(gpu, gi, ci)  # type: ignore[arg-type]
+            r = device_resources(gpu, gi, ci)
             memory = f"{0}MiB / {r.memory_mib}MiB"
             bar1 = f"{0}MiB / {r.bar1_mib}MiB"
             lines.append(
-                f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}    |{r.sm:>3}{0:>7} |"  # type: ignore[attr-defined]
+                f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}    |{r.sm:>3}{0:>7} |"
                 f"{r.ce:>3}{r.enc:>4}{r.dec:>5}{r.ofa:>5}{r.jpeg:>5} |"
             )
             lines.append(f"|{'':18}|{bar1:>32}  |{'':11}|{'':23}|")
@@ -359,9 +360,8 @@ def _process_table(gpus: list[GpuState]) -> list[str]:
         lines.append("|  No running processes found".ljust(90) + "|")
     for gpu, p in procs:
         name = p.name if len(p.name) <= 38 else "..." + p.name[-35:]
-        lines.append(
-            f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>10}{p.type:>7}   {name:<38}{str(p.used_memory_mib) + 'MiB':>14} |"
-        )
+        memory = f"{p.used_memory_mib}MiB"
+        lines.append(f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>10}{p.type:>7}   {name:<38}{memory:>14} |")
     lines.append(_RULE)
     return lines
 

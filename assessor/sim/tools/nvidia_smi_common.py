@@ -144,7 +144,10 @@ def _same_bus(token: str, bus_id: str) -> bool:
     if len(want) == 2:
         return want == have[1:]
     if len(want) == 3:
-        return want[1:] == have[1:] and int(want[0], 16) == int(have[0], 16)
+        try:
+            return want[1:] == have[1:] and int(want[0], 16) == int(have[0], 16)
+        except ValueError:
+            return False
     return False
 
 

@@ -54,9 +54,7 @@ def _natural(hca: IbHcaState) -> tuple[str, int]:
 def devices(state: NodeState) -> list[_Device]:
     """The matrix's rows and columns: the reachable GPUs, then the HCAs in name order as NIC0..."""
     out = [
-        _Device(f"GPU{g.index}", g.numa_node, g.pcie_switch, _pci_device(g.bus_id), g)
-        for g in state.gpus
-        if not g.lost
+        _Device(f"GPU{g.index}", g.numa_node, g.pcie_switch, _pci_device(g.bus_id), g) for g in state.gpus if not g.lost
     ]
     for i, hca in enumerate(sorted(state.ib_hcas, key=_natural)):
         out.append(_Device(f"NIC{i}", hca.numa_node, hca.pcie_switch, _pci_device(hca.bus_id)))
@@ -111,7 +109,6 @@ def render(state: NodeState) -> str:
     if names:
         lines += ["", "NIC Legend:", ""]
         lines += [f"  {nic}: {name}" for nic, name in names.items()]
-    lines.append("")
     return text(*lines)
 
 

@@ -134,7 +134,8 @@ def _load(state: NodeState, name: str) -> ToolResult | None:
         symbol = _MISSING_SYMBOL.get(missing[0], f"{missing[0]}_init")
         append_kernel_log(state, [f"{name}: Unknown symbol {symbol} (err -2)"], after_s=5.0)
         return ToolResult(
-            1, "",
+            1,
+            "",
             f"modprobe: ERROR: could not insert '{name}': Unknown symbol in module, or unknown parameter (see dmesg)\n",
         )
     if name == "nvidia" and not state.driver.loaded:
@@ -151,8 +152,9 @@ def _load(state: NodeState, name: str) -> ToolResult | None:
                 if m.used_by_count is not None:
                     m.used_by_count += 1
     if name == "nvidia_peermem":
-        append_kernel_log(state, [f"nvidia-peermem nv_mem_client_init:{state.driver.kernel_module_version} loaded"],
-                          after_s=5.0)
+        append_kernel_log(
+            state, [f"nvidia-peermem nv_mem_client_init:{state.driver.kernel_module_version} loaded"], after_s=5.0
+        )
     return None
 
 
@@ -239,8 +241,10 @@ def _unit_journal(state: NodeState, unit: str, quiet: bool) -> ToolResult:
     if service.active_state == "active":
         lines.append(f"{stamp} {state.host} systemd[1]: Started {desc}.\n")
     elif service.active_state == "failed":
-        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Control process exited, code=exited, "
-                     f"status={service.exec_main_status or 1}/FAILURE\n")
+        lines.append(
+            f"{stamp} {state.host} systemd[1]: {unit}: Control process exited, code=exited, "
+            f"status={service.exec_main_status or 1}/FAILURE\n"
+        )
         lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Failed with result '{service.result}'.\n")
         lines.append(f"{stamp} {state.host} systemd[1]: Failed to start {desc}.\n")
     else:
@@ -255,20 +259,48 @@ def _unit_journal(state: NodeState, unit: str, quiet: bool) -> ToolResult:
 
 # Units the simulator runs, with what systemd knows of them when the state does not say.
 _UNITS = {
-    "nvidia-fabricmanager.service": ("NVIDIA fabric manager service", "/lib/systemd/system", "nv-fabricmanager",
-                                     "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"),
-    "nvidia-persistenced.service": ("NVIDIA Persistence Daemon", "/lib/systemd/system", "nvidia-persistenced",
-                                    "/usr/bin/nvidia-persistenced --user nvidia-persistenced --persistence-mode"),
-    "nvidia-dcgm.service": ("NVIDIA DCGM service", "/lib/systemd/system", "nv-hostengine",
-                            "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm"),
-    "openibd.service": ("openibd - configure Mellanox devices", "/lib/systemd/system", "openibd",
-                        "/etc/init.d/openibd start bootid=0"),
+    "nvidia-fabricmanager.service": (
+        "NVIDIA fabric manager service",
+        "/lib/systemd/system",
+        "nv-fabricmanager",
+        "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
+    ),
+    "nvidia-persistenced.service": (
+        "NVIDIA Persistence Daemon",
+        "/lib/systemd/system",
+        "nvidia-persistenced",
+        "/usr/bin/nvidia-persistenced --user nvidia-persistenced --persistence-mode",
+    ),
+    "nvidia-dcgm.service": (
+        "NVIDIA DCGM service",
+        "/lib/systemd/system",
+        "nv-hostengine",
+        "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm",
+    ),
+    "openibd.service": (
+        "openibd - configure Mellanox devices",
+        "/lib/systemd/system",
+        "openibd",
+        "/etc/init.d/openibd start bootid=0",
+    ),
     "opensm.service": ("OpenSM", "/lib/systemd/system", "opensm", "/usr/sbin/opensm"),
 }
 _PROPERTY_ORDER = (
     # systemctl show prints the Service interface's properties before the Unit's.
-    "Type", "Result", "MainPID", "ExecMainPID", "ExecMainCode", "ExecMainStatus",
-    "Id", "Names", "Description", "LoadState", "ActiveState", "SubState", "FragmentPath", "UnitFileState",
+    "Type",
+    "Result",
+    "MainPID",
+    "ExecMainPID",
+    "ExecMainCode",
+    "ExecMainStatus",
+    "Id",
+    "Names",
+    "Description",
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "FragmentPath",
+    "UnitFileState",
 )
 
 
@@ -291,9 +323,20 @@ def _properties(state: NodeState, unit: str) -> dict[str, str]:
     service = _service(state, unit)
     if service is None:
         return {
-            "Type": "simple", "Result": "success", "MainPID": "0", "ExecMainPID": "0", "ExecMainCode": "0",
-            "ExecMainStatus": "0", "Id": unit, "Names": unit, "Description": unit, "LoadState": "not-found",
-            "ActiveState": "inactive", "SubState": "dead", "FragmentPath": "", "UnitFileState": "",
+            "Type": "simple",
+            "Result": "success",
+            "MainPID": "0",
+            "ExecMainPID": "0",
+            "ExecMainCode": "0",
+            "ExecMainStatus": "0",
+            "Id": unit,
+            "Names": unit,
+            "Description": unit,
+            "LoadState": "not-found",
+            "ActiveState": "inactive",
+            "SubState": "dead",
+            "FragmentPath": "",
+            "UnitFileState": "",
         }
     desc, directory, _, _ = _UNITS.get(unit, (unit, "/etc/systemd/system", "", ""))
     running = service.active_state == "active" and service.sub_state == "running"
@@ -404,9 +447,11 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
         active = service.active_state
         dot = {"active": "●", "failed": "×"}.get(active, "○")
         preset = "enabled"
-        block = [f"{dot} {unit} - {desc}\n",
-                 f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
-                 f"vendor preset: {preset})\n"]
+        block = [
+            f"{dot} {unit} - {desc}\n",
+            f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
+            f"vendor preset: {preset})\n",
+        ]
         pid = _main_pid(state, unit)
         if active == "active":
             block.append(f"     Active: active ({service.sub_state}) since {_since(12.0)}; 2h 3min ago\n")
@@ -435,8 +480,12 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
     if not units:
         return ToolResult(1, "", "Too few arguments.\n")
     if session.euid != 0:
-        return ToolResult(1, "", f"Failed to {verb} {units[0]}: Access denied\n"
-                          f"See system logs and 'systemctl status {units[0]}' for details.\n")
+        return ToolResult(
+            1,
+            "",
+            f"Failed to {verb} {units[0]}: Access denied\n"
+            f"See system logs and 'systemctl status {units[0]}' for details.\n",
+        )
     with session.update() as state:
         for unit in units:
             if _service(state, unit) is None:
@@ -451,7 +500,8 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
     if failed:
         unit = failed[0]
         return ToolResult(
-            1, "",
+            1,
+            "",
             f"Job for {unit} failed because the control process exited with error code.\n"
             f'See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.\n',
         )
@@ -578,12 +628,21 @@ def uname(args: list[str], session: Session) -> ToolResult:
     if "-a" in args or "--all" in args:
         return ToolResult(0, full + "\n")
     kernel_version = " ".join(parts[3:-4]) if len(parts) > 7 else ""
-    fields = {"-s": parts[0], "-n": state.host, "-r": parts[2] if len(parts) > 2 else "",
-              "-v": kernel_version, "-m": "x86_64", "-p": "x86_64", "-i": "x86_64", "-o": "GNU/Linux"}
+    fields = {
+        "-s": parts[0],
+        "-n": state.host,
+        "-r": parts[2] if len(parts) > 2 else "",
+        "-v": kernel_version,
+        "-m": "x86_64",
+        "-p": "x86_64",
+        "-i": "x86_64",
+        "-o": "GNU/Linux",
+    }
     picked = []
     for arg in args:
         if arg not in fields:
-            return ToolResult(1, "", f"uname: invalid option -- '{arg.lstrip('-')}'\n"
-                              "Try 'uname --help' for more information.\n")
+            return ToolResult(
+                1, "", f"uname: invalid option -- '{arg.lstrip('-')}'\nTry 'uname --help' for more information.\n"
+            )
         picked.append(fields[arg])
     return ToolResult(0, " ".join(picked) + "\n")

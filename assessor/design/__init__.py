@@ -1,0 +1,190 @@
+"""Design graders: level-5 labs whose answer is a YAML file of numbers, graded by calculation.
+
+A design grader mirrors a catalogue check (:mod:`assessor.checks.base`): a stable id, a title, a doc,
+typed :class:`~assessor.checks.base.Param` parameters, and a pure function ``(answer, params) -> Result``.
+It never touches a node. Each grader reads one top-level *section* of the candidate's answer file
+(``fat_tree:``, ``power:``, ``staffing:``), so one file can answer a lab that uses several graders.
+
+Flow for a lab's ``answer.checks``::
+
+    located = load_answer("answer.yaml")            # InputError: file, line, key
+    for check in lab_checks:
+        result = run_grader(GRADERS[check.id], located, check.params)
+
+A malformed answer (a missing section or key, a string where a count belongs, an unknown key that is probably
+a typo) raises :class:`~assessor.errors.InputError` naming file, line and key: it is the candidate's input,
+not a wrong answer. A well-formed answer with wrong numbers is a ``fail`` result saying which numbers are
+wrong and, by default, only the rule behind them (params ``reveal: true`` also shows the right numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assessor.checks.base import Param
+from assessor.errors import InputError
+from assessor.results import Result
+from assessor.yamlio import Located, load
+
+GraderFunc = Callable[[dict[str, Any], dict[str, Any]], Result]
+Validator = Callable[[Located], None]
+
+
+@dataclass(frozen=True)
+class GraderSpec:
+    """A design grader: the same shape as a catalogue CheckSpec, reading an answer file instead of facts."""
+
+    id: str
+    title: str
+    section: str  # the top-level key of the answer file this grader reads
+    params: tuple[Param, ...]
+    doc: str  # what it computes, and the sources of its formulas
+    answer_format: str  # the keys of its section, for `gpulab` help and the lab README
+    func: GraderFunc = field(compare=False)
+    validate: Validator = field(compare=False)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+GRADERS: dict[str, GraderSpec] = {}
+
+# Shown with every grader: whether a failing result also prints the right numbers.
+REVEAL = Param("reveal", "bool", False, "show the computed numbers on a wrong answer (instructors), not only the rules")
+
+
+def grader(
+    id: str,
+    *,
+    title: str,
+    section: str,
+    doc: str,
+    answer_format: str,
+    validate: Validator,
+    params: tuple[Param, ...] = (),
+) -> Callable[[GraderFunc], GraderFunc]:
+    """Register a design grader under a stable id (``design.*``)."""
+
+    def register(func: GraderFunc) -> GraderFunc:
+        if id in GRADERS:
+            raise ValueError(f"design grader {id} registered twice")
+        GRADERS[id] = GraderSpec(id, title, section, (*params, REVEAL), doc, answer_format, func, validate)
+        return func
+
+    return register
+
+
+def get(grader_id: str) -> GraderSpec:
+    """The spec for an id; InputError listing the known ones."""
+    spec = GRADERS.get(grader_id)
+    if spec is None:
+        raise InputError(f"unknown design grader {grader_id!r} (known: {', '.join(sorted(GRADERS))})")
+    return spec
+
+
+def load_answer(path: Path | str, *, text: str | None = None) -> Located:
+    """Read an answer file (YAML with line numbers); InputError when it is not a mapping of sections."""
+    located = load(path, text=text)
+    if not isinstance(located.data, dict):
+        kind = "empty" if located.data is None else type(located.data).__name__
+        raise located.error((), f"an answer file is a mapping of sections (fat_tree:, power:, staffing:), not {kind}")
+    return located
+
+
+def as_located(answer: Located | dict[str, Any], name: str = "<answer>") -> Located:
+    """An answer given as plain data gets a Located without line numbers (errors then name only the key)."""
+    return answer if isinstance(answer, Located) else Located(answer, name)
+
+
+def validate_answer(answer: Located | dict[str, Any], grader_ids: list[str]) -> None:
+    """Check the sections the named graders read; InputError (file, line, key) at the first problem."""
+    located = as_located(answer)
+    if not isinstance(located.data, dict):
+        raise located.error((), "an answer file is a mapping of sections (fat_tree:, power:, staffing:)")
+    for grader_id in grader_ids:
+        get(grader_id).validate(located)
+
+
+def run_grader(spec: GraderSpec, answer: Located | dict[str, Any], params: dict[str, Any]) -> Result:
+    """Validate the grader's section, then grade it with the params (defaults filled in).
+
+    Raises InputError for a malformed answer. A grader bug or impossible params (an odd radix, more GPUs
+    than three tiers hold) become an ``error`` result naming the problem, never a pass.
+    """
+    located = as_located(answer)
+    if not isinstance(located.data, dict):
+        raise located.error((), "an answer file is a mapping of sections (fat_tree:, power:, staffing:)")
+    spec.validate(located)
+    merged = {p.name: p.default for p in spec.params}
+    merged.update(params)
+    try:
+        return spec.func(located.data, merged)
+    except ValueError as exc:  # params no design can meet: the lab is wrong, not the candidate
+        return Result(spec.id, "error", f"cannot grade: {exc}", hint="fix the grader's params in the lab")
+    except Exception as exc:
+        return Result(spec.id, "error", f"internal error in design grader {spec.id}: {type(exc).__name__}: {exc}")
+
+
+def compare(
+    spec_id: str,
+    *,
+    got: dict[str, Any],
+    want: dict[str, Any],
+    rules: dict[str, str],
+    reveal: bool,
+    ok: str,
+    hint: str,
+    extra_fails: list[str] | None = None,
+    tolerance_pct: dict[str, float] | None = None,
+) -> Result:
+    """Compare the candidate's numbers (``got``) with the computed ones (``want``), key by key.
+
+    Counts must match exactly; keys in ``tolerance_pct`` may differ by that many percent of the computed
+    value. Without ``reveal`` a wrong answer names the wrong keys and their rules, not the right numbers.
+    """
+    tolerance_pct = tolerance_pct or {}
+    wrong: list[str] = []
+    for key, value in want.items():
+        have = got.get(key)
+        pct = tolerance_pct.get(key)
+        if pct is None:
+            good = have == value
+        else:
+            good = isinstance(have, (int, float)) and abs(float(have) - float(value)) <= abs(float(value)) * pct / 100
+        if not good:
+            wrong.append(key)
+    fails = [f"{key} = {got.get(key)!r} is wrong" for key in wrong] + list(extra_fails or [])
+    expected: dict[str, Any] = {key: (want[key] if reveal else rules.get(key, "computed")) for key in want}
+    if not fails:
+        return Result(spec_id, "pass", ok, observed=got, expected=want)
+    shown_rules = "; ".join(f"{key}: {rules[key]}" for key in wrong if key in rules)
+    message = f"{len(fails)} of {len(want) + len(extra_fails or [])} answers wrong: " + "; ".join(fails[:6])
+    if len(fails) > 6:
+        message += f" (and {len(fails) - 6} more)"
+    return Result(
+        spec_id,
+        "fail",
+        message,
+        observed=got,
+        expected=expected,
+        hint=(shown_rules + ". " if shown_rules else "") + hint,
+    )
+
+
+# Registration side effects: importing the package registers every grader.
+from assessor.design import fat_tree, power, staffing  # noqa: E402, F401
+
+__all__ = [
+    "GRADERS",
+    "GraderSpec",
+    "as_located",
+    "compare",
+    "get",
+    "grader",
+    "load_answer",
+    "run_grader",
+    "validate_answer",
+]

@@ -1,0 +1,219 @@
+"""A staffing plan for a GPU cluster, graded against the curriculum's team profiles and salary bands.
+
+The profiles and bands are CURRICULUM.md's "Team profiles" table (cluster size -> roles at levels -> yearly
+cost) and its "typical salary bands by level". The size bands in that table meet at their ends (10-100,
+100-1,000, 1,000+); here each lower end is inclusive: under 100 GPUs small, 100-999 medium, 1,000 and more
+large.
+
+A role is covered when enough people hold it at or above its lowest required level (a level-4 engineer in
+a level 2-3 role covers it, at a level-4 salary). Every salary must lie in its level's band, the stated
+yearly cost must be the sum of the rows, and that sum must fall in the profile's cost band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from assessor.checks.base import Param
+from assessor.design import grader
+from assessor.design.answer import Schema, check_section
+from assessor.results import Result
+from assessor.yamlio import Located
+
+SECTION = "staffing"
+
+
+@dataclass(frozen=True)
+class RoleNeed:
+    role: str
+    count: int
+    min_level: int
+    max_level: int
+
+    def describe(self) -> str:
+        levels = f"L{self.min_level}" if self.min_level == self.max_level else f"L{self.min_level}-{self.max_level}"
+        return f"{self.count} x {self.role} ({levels})"
+
+
+@dataclass(frozen=True)
+class TeamProfile:
+    size: str
+    min_gpus: int
+    max_gpus: int | None  # None: no upper bound
+    roles: tuple[RoleNeed, ...]
+    cost_k: tuple[int, int]  # yearly cost band, thousands of USD
+
+
+# CURRICULUM.md, "Team profiles".
+PROFILES: dict[str, TeamProfile] = {
+    "small": TeamProfile(
+        "small",
+        0,
+        99,
+        (
+            RoleNeed("infrastructure_lead", 1, 4, 4),
+            RoleNeed("operations_engineer", 2, 2, 3),
+            RoleNeed("network_specialist", 1, 3, 3),
+        ),
+        (450, 550),
+    ),
+    "medium": TeamProfile(
+        "medium",
+        100,
+        999,
+        (
+            RoleNeed("infrastructure_architect", 1, 5, 5),
+            RoleNeed("principal_engineer", 2, 4, 4),
+            RoleNeed("operations_engineer", 4, 2, 3),
+            RoleNeed("network_specialist", 2, 3, 4),
+            RoleNeed("storage_specialist", 1, 3, 3),
+        ),
+        (1200, 1600),
+    ),
+    "large": TeamProfile(
+        "large",
+        1000,
+        None,
+        (
+            RoleNeed("infrastructure_architect", 2, 5, 5),
+            RoleNeed("principal_engineer", 4, 4, 4),
+            RoleNeed("operations_engineer", 8, 2, 3),
+            RoleNeed("network_specialist", 3, 3, 4),
+            RoleNeed("storage_specialist", 2, 3, 4),
+            RoleNeed("performance_engineer", 2, 4, 4),
+            RoleNeed("security_specialist", 1, 4, 4),
+        ),
+        (3500, 4500),
+    ),
+}
+
+# CURRICULUM.md, "Typical salary bands by level", thousands of USD per year.
+SALARY_BANDS_K: dict[int, tuple[int, int]] = {1: (75, 95), 2: (95, 125), 3: (125, 175), 4: (175, 250), 5: (250, 400)}
+
+ROLES: tuple[str, ...] = tuple(dict.fromkeys(need.role for p in PROFILES.values() for need in p.roles))
+
+SCHEMA: Schema = {
+    "size": "str",
+    "team": [{"role": "str", "count": "count", "level": "count", "salary_k": "number"}],
+    "yearly_cost_k": "number",
+}
+
+ANSWER_FORMAT = (
+    """\
+staffing:
+  size: <small | medium | large>
+  team:                      # one row per role and level; a role may have several rows
+    - {role: <role id>, count: <people>, level: <1-5>, salary_k: <yearly salary each, k USD>}
+  yearly_cost_k: <sum of count x salary_k, k USD>
+role ids: """
+    + ", ".join(ROLES)
+    + "\n"
+)
+
+
+def normalise_role(name: str) -> str:
+    """``Operations Engineers`` -> ``operations_engineer``."""
+    key = "_".join(name.strip().lower().replace("-", " ").split())
+    return key[:-1] if key.endswith("s") and key[:-1] in ROLES else key
+
+
+def size_for(gpus: int) -> TeamProfile:
+    """The team profile for a cluster of ``gpus`` GPUs."""
+    if gpus < 0:
+        raise ValueError(f"a cluster cannot have {gpus} GPUs")
+    for profile in PROFILES.values():
+        if gpus >= profile.min_gpus and (profile.max_gpus is None or gpus <= profile.max_gpus):
+            return profile
+    raise ValueError(f"no team profile for {gpus} GPUs")  # unreachable: the bands cover every count
+
+
+def validate(located: Located) -> None:
+    """Keys and types, then the values only this section knows: size names, role ids, levels 1-5."""
+    section = check_section(located, SECTION, SCHEMA)
+    if section["size"].strip().lower() not in PROFILES:
+        raise located.error((SECTION, "size"), f"size must be one of {', '.join(PROFILES)}, got {section['size']!r}")
+    for i, row in enumerate(section["team"]):
+        if normalise_role(row["role"]) not in ROLES:
+            raise located.error(
+                (SECTION, "team", i, "role"), f"unknown role {row['role']!r} (roles: {', '.join(ROLES)})"
+            )
+        if not 1 <= row["level"] <= 5:
+            raise located.error((SECTION, "team", i, "level"), f"level must be 1-5, got {row['level']}")
+        if row["count"] < 1:
+            raise located.error((SECTION, "team", i, "count"), "count must be at least 1 (leave the row out)")
+
+
+@grader(
+    "design.staffing",
+    title="Staffing plan",
+    section=SECTION,
+    params=(Param("gpus", "int", None, "GPUs in the cluster the team runs (required)"),),
+    doc=(
+        "Grades a staffing plan against CURRICULUM.md's team profiles: the size band for the cluster's GPU "
+        "count, every role of that profile covered by enough people at or above its level, every salary in "
+        "its level's band, the yearly cost equal to the sum of the rows and within the profile's cost band."
+    ),
+    answer_format=ANSWER_FORMAT,
+    validate=validate,
+)
+def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
+    """Grade the staffing section for a cluster of ``params['gpus']`` GPUs."""
+    if params.get("gpus") is None:
+        raise ValueError("design.staffing needs the gpus parameter")
+    profile = size_for(int(params["gpus"]))
+    section = answer[SECTION]
+    rows = [
+        (normalise_role(r["role"]), int(r["count"]), int(r["level"]), float(r["salary_k"])) for r in section["team"]
+    ]
+    fails: list[str] = []
+    hints: list[str] = []
+    size = str(section["size"]).strip().lower()
+    if size != profile.size:
+        fails.append(f"size {size} is wrong for {params['gpus']} GPUs")
+        hints.append("small: under 100 GPUs, medium: 100-999, large: 1,000 and more")
+    covered: dict[str, int] = {}
+    for need in profile.roles:
+        have = sum(count for role, count, level, _ in rows if role == need.role and level >= need.min_level)
+        covered[need.role] = have
+        if have < need.count:
+            fails.append(f"{need.role}: {have} at L{need.min_level}+, need {need.count}")
+    if any(covered[n.role] < n.count for n in profile.roles):
+        hints.append(f"a {profile.size} cluster needs " + "; ".join(n.describe() for n in profile.roles))
+    for role, _count, level, salary in rows:
+        low, high = SALARY_BANDS_K[level]
+        if not low <= salary <= high:
+            fails.append(f"{role} at L{level} paid {salary:g}k, outside the L{level} band {low}-{high}k")
+    if any("band" in f and "outside" in f for f in fails):
+        hints.append("salary bands (k USD): " + ", ".join(f"L{lv} {a}-{b}" for lv, (a, b) in SALARY_BANDS_K.items()))
+    total = sum(count * salary for _, count, _, salary in rows)
+    stated = float(section["yearly_cost_k"])
+    if abs(stated - total) > 0.5:
+        fails.append(f"yearly_cost_k {stated:g} is not the sum of the rows ({total:g})")
+    low, high = profile.cost_k
+    if not low <= total <= high:
+        fails.append(f"the team costs {total:g}k a year, outside the {profile.size} band {low}-{high}k")
+        hints.append("trade levels and salaries within the bands until the total fits")
+    observed = {"size": size, "covered": covered, "yearly_cost_k": total}
+    expected = {
+        "size": profile.size,
+        "roles": [n.describe() for n in profile.roles],
+        "yearly_cost_k": f"{low}-{high}",
+    }
+    if fails:
+        return Result(
+            "design.staffing",
+            "fail",
+            f"{len(fails)} problems: " + "; ".join(fails[:6]) + (f" (and {len(fails) - 6} more)" if fails[6:] else ""),
+            observed=observed,
+            expected=expected,
+            hint="; ".join(hints) or None,
+        )
+    people = sum(count for _, count, _, _ in rows)
+    return Result(
+        "design.staffing",
+        "pass",
+        f"{profile.size} team of {people} covers every role; {total:g}k a year within {low}-{high}k",
+        observed=observed,
+        expected=expected,
+    )

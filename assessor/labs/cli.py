@@ -1,0 +1,386 @@
+"""``gpulab lab ...`` and ``gpulab progress``: the lab lifecycle and a candidate's levels.
+
+Only click is imported at the top; everything else loads inside the command that needs it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+_DB_HELP = "Attempts database (default $GPULAB_DB, else $XDG_DATA_HOME/gpulab/attempts.db)."
+_CANDIDATE_HELP = "Whose attempt this is (default: the OS user)."
+
+
+def _candidate(name: str | None) -> str:
+    from assessor.labs.attempts import default_candidate
+
+    return name or default_candidate()
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    # stdout as it is now (click's test runner swaps it), no colour codes when piped
+    return Console(file=sys.stdout, highlight=False)
+
+
+def _fmt(value: Any, limit: int = 60) -> str:
+    import json
+
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@click.group()
+def lab() -> None:
+    """Hands-on labs: list, read, start, grade, hint, solve and reset them.
+
+    A lab is labs/<domain>/<id>/ (lab.yaml and README.md). Node labs run on a simulated node
+    (--target mock:node.json, made by `gpulab sim init`) or a real one (ssh://host); design labs
+    are graded from a YAML answer file (--answer).
+    """
+
+
+@lab.command("list")
+@click.option("--domain", help="Only this domain (drivers, mig, nccl, infiniband, health, design).")
+@click.option("--level", type=click.IntRange(1, 5), help="Only this level (1-5).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def lab_list(domain: str | None, level: int | None, as_json: bool) -> None:
+    """The labs, grouped by domain and level. Exit 2 when a lab is malformed (each problem is printed)."""
+    import json
+
+    from assessor.labs.loader import load_catalogue
+    from assessor.labs.model import DOMAINS, LEVEL_NAMES
+
+    if domain is not None and domain not in DOMAINS:
+        raise click.BadParameter(f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain")
+    cat = load_catalogue()
+    labs = [x for x in cat.labs if (domain is None or x.domain == domain) and (level is None or x.level == level)]
+    if as_json:
+        click.echo(json.dumps([_lab_json(x) for x in labs], indent=2))
+    else:
+        from rich.table import Table
+
+        console = _console()
+        for d in DOMAINS:
+            mine = [x for x in labs if x.domain == d]
+            if not mine:
+                continue
+            table = Table(title=f"{d}", title_justify="left", show_lines=False)
+            for col in ("id", "level", "title", "min", "runs on"):
+                table.add_column(col)
+            for x in mine:
+                table.add_row(
+                    x.id, f"{x.level} {LEVEL_NAMES[x.level]}", x.title, str(x.time_limit_min), ", ".join(x.runs_on)
+                )
+            console.print(table)
+        if not labs:
+            click.echo(f"no labs under {cat.root}" + (" match" if domain or level else ""))
+    for err in cat.errors:
+        click.echo(f"gpulab: error: {err}", err=True)
+    if cat.errors:
+        sys.exit(2)
+
+
+def _lab_json(x: Any) -> dict[str, Any]:
+    return {
+        "id": x.id,
+        "title": x.title,
+        "domain": x.domain,
+        "level": x.level,
+        "level_name": x.level_name,
+        "exam_domains": list(x.exam_domains),
+        "time_limit_min": x.time_limit_min,
+        "target": x.target,
+        "runs_on": list(x.runs_on),
+        "fixture": x.fixture,
+        "pass_percent": x.pass_percent,
+        "points": x.total_points,
+        "checks": [c.id for c in x.checks],
+        "path": str(x.path),
+        "sha256": x.digest,
+    }
+
+
+@lab.command("show")
+@click.argument("lab_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Metadata and README text as JSON.")
+def lab_show(lab_id: str, as_json: bool) -> None:
+    """A lab's metadata and its README, rendered as text."""
+    import json
+
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    readme = x.readme.read_text(encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({**_lab_json(x), "readme": readme}, indent=2))
+        return
+    from rich.markdown import Markdown
+
+    console = _console()
+    console.print(f"[bold]{x.id}[/bold] — {x.title}")
+    console.print(
+        f"domain {x.domain}, level {x.level} ({x.level_name}); time limit {x.time_limit_min} min; "
+        f"pass at {x.pass_percent:g} % of {x.total_points:g} points"
+    )
+    console.print(
+        f"target: {x.target}" + (f", fixture {x.fixture}" if x.fixture else "") + f"; runs on {', '.join(x.runs_on)}"
+    )
+    console.print(f"trains: {'; '.join(x.exam_domains)}")
+    console.print(f"graded by: {', '.join(c.id for c in x.checks)}\n")
+    console.print(Markdown(readme))
+
+
+@lab.command("start")
+@click.argument("lab_id", metavar="ID")
+@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host (design labs: none).")
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+def lab_start(lab_id: str, target: str | None, candidate: str | None, db: str | None) -> None:
+    """Set the node up for the lab (or break it, for troubleshooting labs) and start its clock."""
+    from assessor.labs import attempts, lifecycle
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    for line in lifecycle.start(x, target):
+        click.echo(line)
+    who = _candidate(candidate)
+    with attempts.opened(db) as conn:
+        attempts.record_start(
+            conn, candidate=who, lab_id=x.id, target=target or "design", lab_hash=x.digest, started_at=attempts.now()
+        )
+    click.echo(
+        f"{x.id} started for {who}: {x.time_limit_min} min from now; read it with `gpulab lab show {x.id}`, "
+        f"grade it with `gpulab lab grade {x.id} " + ("--answer FILE`" if x.is_design else f"--target {target}`")
+    )
+
+
+@lab.command("grade")
+@click.argument("lab_id", metavar="ID")
+@click.option(
+    "--target", "-t", metavar="TARGET", help="The node: mock:FILE.json, mock:NAME, ssh://host, local, snapshot:DIR."
+)
+@click.option("--answer", type=click.Path(dir_okay=False, exists=True), help="Design labs: your answer file (YAML).")
+@click.option("--json", "as_json", is_flag=True, help="The grade as JSON (schema gpulab.grade/1).")
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per captured command.")
+def lab_grade(
+    lab_id: str,
+    target: str | None,
+    answer: str | None,
+    as_json: bool,
+    candidate: str | None,
+    db: str | None,
+    timeout: float,
+) -> None:
+    """Grade the lab: each check with what was observed, points and partial credit, total, pass or not.
+
+    Every grade is recorded in the attempts database. A grade after the time limit is marked late.
+    Exit 0 when the lab is passed, 1 when not, 2 for bad input.
+    """
+    import json
+
+    from assessor.errors import InputError
+    from assessor.labs import attempts, grading, lifecycle
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    who = _candidate(candidate)
+    if x.is_design:
+        if not answer:
+            raise InputError(
+                f"{x.id} is a design lab: grade your answer file with --answer FILE "
+                f"(format: {x.path / (x.answer_example or '')})"
+            )
+        from assessor.labs import designs
+
+        located = designs.load_answer(answer, [c.id for c in x.checks])
+        ident = attempts.Identity(host=None)
+        spec = f"answer:{answer}"
+    else:
+        if not target:
+            raise InputError(f"`lab grade {x.id}` needs --target (the node you worked on, e.g. mock:node.json)")
+        facts = lifecycle.capture_facts(x, target, timeout=timeout)
+        ident = lifecycle.identity(facts)
+        spec = target
+    with attempts.opened(db) as conn:
+        started = attempts.last_start(conn, who, x.id)
+        now = attempts.now()
+        if x.is_design:
+            result = grading.grade_answer(x, located, graded_at=now, started_at=started)
+        else:
+            result = grading.grade_facts(x, facts, graded_at=now, started_at=started)
+        result.extras.update({"candidate": who, "target": spec, "host": ident.host, "lab_sha256": x.digest})
+        attempts.record_attempt(
+            conn,
+            candidate=who,
+            lab_id=x.id,
+            lab_domain=x.domain,
+            lab_level=x.level,
+            lab_hash=x.digest,
+            target=spec,
+            identity=ident,
+            graded_at=now,
+            started_at=started,
+            late=result.late,
+            percent=result.percent,
+            points=result.points,
+            max_points=result.max_points,
+            passed=result.passed,
+            checks=[s.to_json() for s in result.scores],
+        )
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_grade(x, result)
+    sys.exit(0 if result.passed else 1)
+
+
+def _print_grade(x: Any, g: Any) -> None:
+    from rich.table import Table
+
+    console = _console()
+    table = Table(title=f"{x.id} — {x.title}", title_justify="left")
+    for col in ("check", "result", "points", "observed", "message / hint"):
+        table.add_column(col)
+    for s in g.scores:
+        verdict = "PASS" if s.credit >= 1 else ("PARTIAL" if s.credit > 0 else "FAIL")
+        if s.status in ("skip", "error") or (s.status == "warn" and s.credit == 0):
+            verdict += f" ({s.status})"
+        text = s.message
+        if s.note:
+            text += f"\n{s.note}"
+        if s.credit < 1:
+            text += f"\nhint: {s.hint}"
+        table.add_row(s.check, verdict, f"{s.earned:g}/{s.points:g}", _fmt(s.observed), text)
+    console.print(table)
+    verdict = "PASSED" if g.passed else "NOT PASSED"
+    console.print(f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed)")
+    if g.started_at is None:
+        console.print(f"no start recorded: the time limit ({g.time_limit_min} min) runs from `gpulab lab start`")
+    elif g.late:
+        console.print(
+            f"LATE: graded {g.elapsed_min:.0f} min after the start, limit {g.time_limit_min} min "
+            "(the grade stands, marked late)"
+        )
+    else:
+        console.print(f"time: {g.elapsed_min:.0f} of {g.time_limit_min} min")
+
+
+@lab.command("hint")
+@click.argument("lab_id", metavar="ID")
+def lab_hint(lab_id: str) -> None:
+    """The lab's hints, in the order its checks are graded."""
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    for i, c in enumerate(x.checks, 1):
+        click.echo(f"{i}. {c.id} ({c.points:g} points): {c.hint}")
+
+
+@lab.command("solve")
+@click.argument("lab_id", metavar="ID")
+@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
+def lab_solve(lab_id: str, target: str | None, out: str | None) -> None:
+    """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %."""
+    from assessor.labs import lifecycle
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    if x.is_design:
+        assert x.solution_answer is not None  # the loader requires it on design labs
+        text = (x.path / x.solution_answer).read_text(encoding="utf-8")
+        if out:
+            from pathlib import Path
+
+            Path(out).write_text(text, encoding="utf-8")
+            click.echo(f"reference answer of {x.id} written to {out}; grade it: gpulab lab grade {x.id} --answer {out}")
+        else:
+            click.echo(text, nl=False)
+        return
+    for line in lifecycle.solve(x, target):
+        click.echo(line)
+
+
+@lab.command("reset")
+@click.argument("lab_id", metavar="ID")
+@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host.")
+def lab_reset(lab_id: str, target: str | None) -> None:
+    """Restore the node to the lab's healthy fixture."""
+    from assessor.labs import lifecycle
+    from assessor.labs.loader import find_lab
+
+    for line in lifecycle.reset(find_lab(lab_id), target):
+        click.echo(line)
+
+
+@click.command()
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="History, levels and their explanations as JSON.")
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
+    """A candidate's lab history and skill levels (per domain and overall), each level explained."""
+    import json
+
+    from assessor.labs import attempts, levels
+    from assessor.labs.loader import load_catalogue
+
+    who = _candidate(candidate)
+    cat = load_catalogue()
+    rules = levels.load_rules(cat.root)
+    with attempts.opened(db) as conn:
+        history = attempts.attempts(conn, candidate=who)
+    known = {x.id for x in cat.labs}
+    best = attempts.best([a for a in history if a.lab_id in known])
+    passed = {lab_id for lab_id, a in best.items() if a.passed}
+    result = levels.compute(rules, cat.labs, passed)
+    mismatches = attempts.machine_mismatches(history)
+    if as_json:
+        doc = {
+            "schema": "gpulab.progress/1",
+            "candidate": who,
+            "attempts": [a.to_json() for a in history],
+            "passed": sorted(passed),
+            "levels": {
+                d: {"level": v.level, "name": v.name, "explanation": v.explanation} for d, v in result.domains.items()
+            },
+            "overall": {"level": result.overall, "name": result.overall_name, "explanation": result.explanation},
+            "weights": {d: round(float(w) * 100, 2) for d, w in result.weights.items()},
+            "rule": result.rule,
+            "machine_mismatches": mismatches,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from rich.table import Table
+
+    console = _console()
+    if history:
+        table = Table(title=f"attempts of {who}", title_justify="left")
+        for col in ("graded (UTC)", "lab", "score", "result", "host"):
+            table.add_column(col)
+        for a in history:
+            verdict = ("passed" if a.passed else "not passed") + (", late" if a.late else "")
+            table.add_row(a.graded_at[:16].replace("T", " "), a.lab_id, f"{a.percent:g} %", verdict, a.host or a.target)
+        console.print(table)
+    else:
+        console.print(f"no attempts recorded for {who} yet")
+    console.print("\n[bold]Levels[/bold]")
+    for v in result.domains.values():
+        if v.tallies:
+            console.print(f"  {v.explanation}")
+    console.print(f"\n[bold]{result.explanation}[/bold]")
+    console.print(f"\nHow levels are given: {result.rule}")
+    for lab_id, machines in sorted(mismatches.items()):
+        console.print(
+            f"[bold]WARNING[/bold]: {who}'s attempts at {lab_id} came from different machines: {'; '.join(machines)}"
+        )
+    for err in cat.errors:
+        click.echo(f"gpulab: warning: lab skipped: {err}", err=True)

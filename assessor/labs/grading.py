@@ -1,0 +1,215 @@
+"""Scoring a lab: check results to points, partial credit, total, pass or not, late or not.
+
+Pure: the caller captures the facts (or reads the answer file) and says when the lab was started and
+graded; the same inputs always give the same grade.
+
+Scoring rule per check: ``pass`` earns the full points; ``fail`` (and ``warn``, which is not a pass unless
+the lab says ``warn_counts: true``) tries the check's ``partial`` rules in order, re-running the check with
+the parameter multiplied by the rule's factor: the first relaxed run that passes earns ``credit`` × points;
+``skip`` and ``error`` earn 0 with the reason. The total is a percentage of the lab's points; the lab is
+passed when it reaches ``pass_percent``. A grade after the time limit is marked late, never refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from assessor.facts import NodeFacts
+from assessor.labs.model import Lab, LabCheck
+from assessor.results import Result
+from assessor.yamlio import Located
+
+Evaluate = Callable[[str, dict[str, Any]], Result]
+
+
+@dataclass(frozen=True)
+class CheckScore:
+    check: str
+    status: str
+    message: str
+    points: float  # what it is worth
+    earned: float
+    hint: str  # the lab's hint for this check
+    observed: Any = None
+    expected: Any = None
+    credit: float = 0.0  # share of the points earned: 1, a partial rule's credit, or 0
+    note: str | None = None  # how the credit came about (partial rule, warn, skip reason)
+    check_hint: str | None = None  # the check's own hint, when it gave one
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "check": self.check,
+            "status": self.status,
+            "message": self.message,
+            "points": self.points,
+            "earned": self.earned,
+            "credit": self.credit,
+            "hint": self.hint,
+        }
+        for key in ("observed", "expected", "note", "check_hint"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Grade:
+    lab_id: str
+    scores: tuple[CheckScore, ...]
+    points: float
+    max_points: float
+    pass_percent: float
+    graded_at: dt.datetime
+    started_at: dt.datetime | None
+    time_limit_min: int
+    extras: dict[str, Any] = field(default_factory=dict)  # target, host, candidate: filled by the caller
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.points / self.max_points, 2) if self.max_points else 0.0
+
+    @property
+    def passed(self) -> bool:
+        # compare unrounded so 69.999 never passes a 70 % lab by rounding
+        return self.max_points > 0 and 100.0 * self.points >= self.pass_percent * self.max_points - 1e-9
+
+    @property
+    def elapsed_min(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return (self.graded_at - self.started_at).total_seconds() / 60.0
+
+    @property
+    def late(self) -> bool:
+        elapsed = self.elapsed_min
+        return elapsed is not None and elapsed > self.time_limit_min
+
+    def to_json(self) -> dict[str, Any]:
+        from assessor.labs.attempts import iso
+
+        elapsed = self.elapsed_min
+        return {
+            "schema": "gpulab.grade/1",
+            "lab": self.lab_id,
+            **self.extras,
+            "graded_at": iso(self.graded_at),
+            "started_at": iso(self.started_at) if self.started_at else None,
+            "elapsed_min": round(elapsed, 1) if elapsed is not None else None,
+            "time_limit_min": self.time_limit_min,
+            "late": self.late,
+            "points": round(self.points, 4),
+            "max_points": self.max_points,
+            "percent": self.percent,
+            "pass_percent": self.pass_percent,
+            "passed": self.passed,
+            "checks": [s.to_json() for s in self.scores],
+        }
+
+
+def active_tests(lab: Lab) -> tuple[str, ...]:
+    """Which active tests a grade must run: ``nccl`` for nccl.* checks, ``dcgm`` for dcgm.diag."""
+    ids = {c.id for c in lab.checks}
+    out = []
+    if any(i.startswith("nccl.") for i in ids):
+        out.append("nccl")
+    if "dcgm.diag" in ids:
+        out.append("dcgm")
+    return tuple(out)
+
+
+def relaxed(value: Any, factor: float) -> Any:
+    """A parameter value multiplied by a partial rule's factor (ints stay ints, floats are rounded to 6 places)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return round(value * factor)
+    if isinstance(value, float):
+        return round(value * factor, 6)
+    return value
+
+
+def score_check(check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = False) -> CheckScore:
+    """Run one lab check and turn its result into points."""
+    res = evaluate(check.id, dict(check.params))
+
+    def made(credit: float, note: str | None) -> CheckScore:
+        return CheckScore(
+            check=check.id,
+            status=res.status,
+            message=res.message,
+            points=check.points,
+            earned=round(check.points * credit, 6),
+            hint=check.hint,
+            observed=res.observed,
+            expected=res.expected,
+            credit=credit,
+            note=note,
+            check_hint=res.hint,
+        )
+
+    if res.status == "pass" or (res.status == "warn" and warn_counts):
+        return made(1.0, "warn counts as a pass in this lab" if res.status == "warn" else None)
+    if res.status in ("skip", "error"):
+        return made(0.0, f"{res.status}: no points ({res.message})")
+    for rule in check.partial:
+        original = check.params.get(rule.param)
+        value = relaxed(original, rule.factor)
+        again = evaluate(check.id, {**check.params, rule.param: value})
+        if again.status == "pass":
+            note = (
+                f"partial credit: passes with {rule.param}={value:g} ({rule.factor:.0%} of {original:g}): "
+                f"{rule.credit:.0%} of the points"
+            )
+            return made(rule.credit, note)
+    return made(0.0, "a warn is not a pass in this lab" if res.status == "warn" else None)
+
+
+def score(lab: Lab, evaluate: Evaluate, *, graded_at: dt.datetime, started_at: dt.datetime | None) -> Grade:
+    """Score every check of ``lab`` through ``evaluate(check_id, params)``."""
+    scores = tuple(score_check(c, evaluate, warn_counts=lab.warn_counts) for c in lab.checks)
+    return Grade(
+        lab_id=lab.id,
+        scores=scores,
+        points=round(sum(s.earned for s in scores), 6),
+        max_points=lab.total_points,
+        pass_percent=lab.pass_percent,
+        graded_at=graded_at,
+        started_at=started_at,
+        time_limit_min=lab.time_limit_min,
+    )
+
+
+def facts_evaluator(facts: NodeFacts) -> Evaluate:
+    """Evaluate catalogue checks against captured facts."""
+    from assessor import checks
+
+    def evaluate(check_id: str, params: dict[str, Any]) -> Result:
+        return checks.run_check(checks.get(check_id), facts, params)
+
+    return evaluate
+
+
+def answer_evaluator(answer: Located | dict[str, Any]) -> Evaluate:
+    """Evaluate design.* graders against a design answer."""
+    from assessor.labs import designs
+
+    def evaluate(check_id: str, params: dict[str, Any]) -> Result:
+        return designs.run(check_id, answer, params)
+
+    return evaluate
+
+
+def grade_facts(lab: Lab, facts: NodeFacts, *, graded_at: dt.datetime, started_at: dt.datetime | None) -> Grade:
+    """Grade a node lab from the target's facts."""
+    return score(lab, facts_evaluator(facts), graded_at=graded_at, started_at=started_at)
+
+
+def grade_answer(
+    lab: Lab, answer: Located | dict[str, Any], *, graded_at: dt.datetime, started_at: dt.datetime | None
+) -> Grade:
+    """Grade a design lab from the candidate's answer."""
+    return score(lab, answer_evaluator(answer), graded_at=graded_at, started_at=started_at)

@@ -1,0 +1,298 @@
+"""A lab's life on a target: start (set up or break the node), capture for grading, solve, reset.
+
+Targets:
+
+- ``mock:FILE.json``: a simulated node in a state file. ``start`` restores the lab's fixture (keeping the
+  host name), applies the scenario's faults (:mod:`assessor.sim.faults`) and runs its commands through the
+  simulated tools; ``solve`` reverts the ``repair`` faults and runs the solution's commands; ``reset``
+  writes the fixture back. The pseudo-command ``gpulab-env NAME=VALUE`` / ``gpulab-env -u NAME`` edits the
+  node's NCCL environment (``state.nccl_env``), standing in for editing /etc/nccl.conf.
+- ``mock:NAME``: a fresh node in memory, gone when the command ends: it can be graded, but starting or
+  solving it would change nothing the next command sees, so those are refused with what to do instead.
+- ``ssh://...``: the lab's playbooks (ansible-runner), from ``playbooks/`` beside ``labs/``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import GpulabError, InputError
+from assessor.facts import NodeFacts
+from assessor.labs.attempts import Identity
+from assessor.labs.loader import ENV_COMMAND, env_command_problem
+from assessor.labs.model import FaultStep, Lab
+
+ACTIONS = ("setup", "solve", "reset")
+
+
+class StepFailed(GpulabError):
+    """A scenario or solution step the simulated node refused: the lab itself is broken."""
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    kind: str  # file | memory | ssh | design | other
+    spec: str
+    path: Path | None = None
+
+
+def classify(spec: str) -> TargetKind:
+    """What kind of target ``spec`` is, for the lifecycle commands."""
+    if spec.startswith("mock:"):
+        rest = spec.removeprefix("mock:")
+        if rest.endswith(".json") or "/" in rest:
+            return TargetKind("file", spec, Path(rest))
+        return TargetKind("memory", spec)
+    if spec.startswith("ssh://"):
+        return TargetKind("ssh", spec)
+    return TargetKind("other", spec)
+
+
+def _refuse(lab: Lab, action: str, target: TargetKind) -> GpulabError:
+    if target.kind == "memory":
+        fixture = lab.fixture or target.spec.removeprefix("mock:")
+        return InputError(
+            f"{target.spec} is a fresh in-memory node that is gone when this command ends, so `lab {action}` "
+            f"would change nothing the next command sees; make a node that lasts: "
+            f"`gpulab sim init --fixture {fixture} --state node.json` then `--target mock:node.json`"
+        )
+    return InputError(
+        f"`lab {action}` needs a target it can change: mock:FILE.json (a simulated node) or ssh://host, "
+        f"not {target.spec}"
+    )
+
+
+def _check_fixture(lab: Lab, target: TargetKind) -> None:
+    if "simulator" not in lab.runs_on and target.kind in ("file", "memory"):
+        raise InputError(f"lab {lab.id} runs on real nodes only (runs_on: {', '.join(lab.runs_on)})")
+
+
+def _check_real(lab: Lab, target: TargetKind) -> None:
+    if "real" not in lab.runs_on and target.kind == "ssh":
+        raise InputError(
+            f"lab {lab.id} runs on the simulator only (it injects what real hardware can't safely): "
+            f"use a mock:FILE.json target"
+        )
+
+
+# ---- simulated nodes -------------------------------------------------------------------------
+
+
+def run_line(line: str, path: Path) -> str:
+    """Run one scenario/solution command line on the node in ``path``; StepFailed when the node refuses it."""
+    from assessor.sim.tools import Session, run_tool
+
+    argv = shlex.split(line)
+    if argv and argv[0] == ENV_COMMAND:
+        return env_edit(argv, path)
+    result = run_tool(argv, Session(path=path))
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise StepFailed(f"`{line}` exited {result.exit_code} on the simulated node: {detail[-1] if detail else ''}")
+    return f"$ {line}"
+
+
+def env_edit(argv: list[str], path: Path) -> str:
+    """``gpulab-env NAME=VALUE`` sets, ``gpulab-env -u NAME`` removes, a variable of ``state.nccl_env``."""
+    from assessor.sim.state import updating
+
+    problem = env_command_problem(argv)
+    if problem:
+        raise StepFailed(problem)
+    with updating(path) as state:
+        if argv[1] == "-u":
+            state.nccl_env.pop(argv[2], None)
+        else:
+            name, _, value = argv[1].partition("=")
+            state.nccl_env[name] = value
+    return f"$ {shlex.join(argv)}"
+
+
+def _fixture_state(lab: Lab, path: Path) -> Any:
+    """A fresh node of the lab's fixture, keeping the host name of the node already in ``path``."""
+    from assessor.sim.fixtures import load_fixture
+    from assessor.sim.state import load_state
+
+    host = load_state(path).host if path.exists() else None
+    assert lab.fixture is not None  # the loader requires a fixture on node labs
+    return load_fixture(lab.fixture, host=host)
+
+
+def reset_file(lab: Lab, path: Path) -> list[str]:
+    """Write the lab's fixture back to ``path`` (the host name stays)."""
+    from assessor.sim.state import locked, save_state
+
+    with locked(path):
+        state = _fixture_state(lab, path)
+        save_state(state, path)
+    return [f"{path}: reset to a healthy {lab.fixture} node ({state.host})"]
+
+
+def start_file(lab: Lab, path: Path) -> list[str]:
+    """Fresh fixture, then the scenario's faults in order, then its commands."""
+    from assessor.sim import faults
+
+    log = reset_file(lab, path)
+    for step in lab.faults:
+        log.append(faults.inject(path, step.fault, **step.options))
+    for line in lab.commands:
+        log.append(run_line(line, path))
+    return log
+
+
+def solve_file(lab: Lab, path: Path) -> list[str]:
+    """The reference solution: revert the ``repair`` faults, then run the solution's commands."""
+    from assessor.sim import faults
+
+    if not path.exists():
+        raise InputError(
+            f"{path}: no such simulated node state; start the lab first: gpulab lab start {lab.id} --target mock:{path}"
+        )
+    log = []
+    for step in lab.repair:
+        log.append(faults.repair(path, step.fault, **step.options))
+    for line in lab.solution_commands:
+        log.append(run_line(line, path))
+    if not log:
+        log.append("the lab's solution has no steps")
+    return log
+
+
+# ---- real nodes ------------------------------------------------------------------------------
+
+
+def playbooks_root() -> Path:
+    """``playbooks/`` beside the labs (checkout), else the installed package data."""
+    from assessor.labs.loader import default_root
+
+    # repo/labs -> repo/playbooks; assessor/_data/labs -> assessor/_data/playbooks
+    return default_root().parent / "playbooks"
+
+
+def run_playbook(lab: Lab, action: str, target: TargetKind) -> list[str]:
+    """Run the lab's ``action`` playbook on an ssh:// target; exit 2 (InputError) when it has none yet."""
+    rel = lab.playbooks.get(action)
+    root = playbooks_root()
+    if rel is None:
+        raise InputError(
+            f"lab {lab.id} has no {action} playbook yet (scenario.playbooks.{action}): "
+            f"it cannot be run on {target.spec}; use a mock:FILE.json target"
+        )
+    playbook = root / rel
+    if not playbook.is_file():
+        raise InputError(f"lab {lab.id}: {action} playbook {playbook} does not exist yet; use a mock:FILE.json target")
+    from urllib.parse import urlsplit
+
+    import ansible_runner
+
+    parts = urlsplit(target.spec)
+    host = parts.hostname or target.spec
+    hostvars: dict[str, Any] = {"ansible_host": host}
+    if parts.port:
+        hostvars["ansible_port"] = parts.port
+    if parts.username:
+        hostvars["ansible_user"] = parts.username
+    inventory = {"all": {"hosts": {host: hostvars}}}
+    run = ansible_runner.run(playbook=str(playbook), inventory=inventory, quiet=True, extravars={"gpulab_lab": lab.id})
+    if run.rc != 0:
+        raise StepFailed(f"{action} playbook {playbook} failed on {host} (status {run.status}, rc {run.rc})")
+    return [f"{action} playbook {rel} ran on {host}"]
+
+
+# ---- the lifecycle -------------------------------------------------------------------------
+
+
+def start(lab: Lab, spec: str | None) -> list[str]:
+    """Set the target up for ``lab``; design labs need no target."""
+    if lab.is_design:
+        return [
+            f"design lab {lab.id}: write your answer (format: {lab.answer_example}) and grade it with "
+            f"`gpulab lab grade {lab.id} --answer FILE`"
+        ]
+    target = _need_target(lab, spec, "start")
+    if target.kind == "file" and target.path is not None:
+        return start_file(lab, target.path)
+    if target.kind == "ssh":
+        return run_playbook(lab, "setup", target)
+    raise _refuse(lab, "start", target)
+
+
+def solve(lab: Lab, spec: str | None) -> list[str]:
+    """Apply the reference solution (instructors, CI)."""
+    target = _need_target(lab, spec, "solve")
+    if target.kind == "file" and target.path is not None:
+        return solve_file(lab, target.path)
+    if target.kind == "ssh":
+        return run_playbook(lab, "solve", target)
+    raise _refuse(lab, "solve", target)
+
+
+def reset(lab: Lab, spec: str | None) -> list[str]:
+    """Restore the target to the lab's fixture."""
+    target = _need_target(lab, spec, "reset")
+    if target.kind == "file" and target.path is not None:
+        return reset_file(lab, target.path)
+    if target.kind == "ssh":
+        return run_playbook(lab, "reset", target)
+    raise _refuse(lab, "reset", target)
+
+
+def _need_target(lab: Lab, spec: str | None, action: str) -> TargetKind:
+    if lab.is_design:
+        raise InputError(f"{lab.id} is a design lab: it has no node to {action}")
+    if not spec:
+        raise InputError(f"`lab {action} {lab.id}` needs --target (mock:FILE.json or ssh://host)")
+    target = classify(spec)
+    _check_fixture(lab, target)
+    _check_real(lab, target)
+    return target
+
+
+# ---- capture for grading ---------------------------------------------------------------------
+
+
+def capture_facts(lab: Lab, spec: str, *, timeout: float = 120.0) -> NodeFacts:
+    """Capture ``spec`` as `gpulab assess` does, with the active tests the lab's checks need."""
+    from assessor import capture
+    from assessor.build import facts_from_snapshot
+    from assessor.labs.grading import active_tests
+    from assessor.targets import open_target
+
+    wanted = active_tests(lab)
+    active: list[str] = []
+    if "dcgm" in wanted:
+        active.append(capture.dcgm_diag(lab.dcgm_level))
+    target: Any = open_target(spec)
+    gpus: int | None = None
+    if "nccl" in wanted and spec.startswith("mock:"):
+        # NCCL_DEBUG=INFO so nccl.transport sees the network NCCL chose, as a candidate would run it
+        target.env = {**target.env, "NCCL_DEBUG": "INFO"}
+        gpus = len(target.session().read().gpus)
+    if "nccl" in wanted and gpus is None:
+        # other targets: learn the GPU count from a first capture, then run the test over every GPU
+        first = facts_from_snapshot(target.snapshot(timeout=timeout, active=tuple(active)))
+        gpus = len(first.gpus or ()) or 8
+    if "nccl" in wanted:
+        active.append(capture.nccl_test(max(gpus or 8, 1)))
+    snap = target.snapshot(timeout=timeout, active=tuple(active))
+    return facts_from_snapshot(snap)
+
+
+def identity(facts: NodeFacts) -> Identity:
+    """Which machine the facts came from: host, GPU serials and UUIDs."""
+    gpus = facts.gpus or []
+    return Identity(
+        host=facts.host,
+        serials=tuple(sorted(g.serial for g in gpus if g.serial)),
+        uuids=tuple(sorted(g.uuid for g in gpus if g.uuid)),
+    )
+
+
+def describe_steps(steps: tuple[FaultStep, ...]) -> list[str]:
+    return [
+        step.fault + (f" ({', '.join(f'{k}={v}' for k, v in step.options.items())})" if step.options else "")
+        for step in steps
+    ]

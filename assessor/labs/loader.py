@@ -1,0 +1,411 @@
+"""Finding, loading and validating labs: ``labs/<domain>/<lab-id>/{lab.yaml,README.md}``.
+
+Validation has two layers. The JSON Schema (``assessor/schemas/lab.schema.json``) says what shape a
+``lab.yaml`` has; the semantic pass checks what a schema cannot: the check ids exist, their parameters
+fit, fault and fixture names exist in the simulator, the id agrees with the domain and level, the README
+is there. Every problem names the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+from assessor.labs.model import DOMAIN_PREFIX, FaultStep, Lab, LabCheck, Partial
+from assessor.yamlio import KeyPath, Located
+
+LAB_FILE = "lab.yaml"
+README = "README.md"
+ENV_COMMAND = "gpulab-env"  # pseudo-command that edits the simulated node's NCCL environment
+
+
+def labs_root() -> Path:
+    """Where the labs are: ``$GPULAB_LABS``, else the checkout's ``labs/``, else the installed package data."""
+    env = os.environ.get("GPULAB_LABS")
+    if env:
+        return Path(env)
+    return default_root()
+
+
+def default_root() -> Path:
+    """The labs that ship with gpulab (ignoring ``$GPULAB_LABS``)."""
+    checkout = Path(__file__).resolve().parents[2]
+    # pyproject.toml beside labs/ tells a checkout from a site-packages that happens to hold a labs dir.
+    if (checkout / "labs").is_dir() and (checkout / "pyproject.toml").is_file():
+        return checkout / "labs"
+    from importlib import resources
+
+    return Path(str(resources.files("assessor") / "_data" / "labs"))
+
+
+def data_file(name: str, root: Path | None = None) -> Path:
+    """A data file of the labs tree (``levels.yaml``, ``blueprints.yaml``): the root's own, else the shipped one."""
+    root = root or labs_root()
+    own = root / name
+    return own if own.is_file() else default_root() / name
+
+
+def lab_dirs(root: Path) -> list[Path]:
+    """Every ``<domain>/<id>/`` directory holding a lab.yaml, sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p.parent for p in root.glob(f"*/*/{LAB_FILE}"))
+
+
+@dataclass
+class Catalogue:
+    """All labs under a root; a broken lab is kept as its error, so the others still list."""
+
+    root: Path
+    labs: list[Lab] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+
+    def get(self, lab_id: str) -> Lab:
+        for lab in self.labs:
+            if lab.id == lab_id:
+                return lab
+        raise unknown_lab(lab_id, [lab.id for lab in self.labs], self.root)
+
+
+def unknown_lab(lab_id: str, known: list[str], root: Path) -> InputError:
+    import difflib
+
+    close = difflib.get_close_matches(lab_id, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see `gpulab lab list`"
+    return InputError(f"no lab {lab_id!r} under {root}{hint}")
+
+
+def load_catalogue(root: Path | None = None) -> Catalogue:
+    """Load every lab under ``root`` (default :func:`labs_root`)."""
+    root = root or labs_root()
+    cat = Catalogue(root)
+    seen: dict[str, Path] = {}
+    for directory in lab_dirs(root):
+        try:
+            lab = load_lab(directory)
+        except InputError as exc:
+            cat.errors.append(exc)
+            continue
+        if lab.id in seen:
+            cat.errors.append(InputError(f"{directory / LAB_FILE}: lab id {lab.id} also used by {seen[lab.id]}"))
+            continue
+        seen[lab.id] = directory
+        cat.labs.append(lab)
+    cat.labs.sort(key=lambda lab: (lab.domain, lab.level, lab.id))
+    return cat
+
+
+def find_lab(lab_id: str, root: Path | None = None) -> Lab:
+    """Load the one lab ``lab_id`` (its directory is ``<domain>/<lab_id>``), without loading the others."""
+    root = root or labs_root()
+    matches = [d for d in lab_dirs(root) if d.name == lab_id]
+    if not matches:
+        raise unknown_lab(lab_id, [d.name for d in lab_dirs(root)], root)
+    return load_lab(matches[0])
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    import json
+    from importlib import resources
+
+    text = (resources.files("assessor") / "schemas" / "lab.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def digest(directory: Path) -> str:
+    """SHA-256 of lab.yaml's bytes and README.md's bytes: identifies the version of a lab an attempt used."""
+    h = hashlib.sha256()
+    h.update((directory / LAB_FILE).read_bytes())
+    h.update(b"\0")
+    readme = directory / README
+    if readme.is_file():
+        h.update(readme.read_bytes())
+    return h.hexdigest()
+
+
+def load_lab(directory: Path | str) -> Lab:
+    """Load and validate one lab directory; InputError listing every problem as ``file:line: message (key k)``."""
+    from assessor import yamlio
+
+    directory = Path(directory)
+    located = yamlio.load(directory / LAB_FILE)
+    problems = schema_problems(located)
+    if not problems:
+        problems = semantic_problems(located, directory)
+    if problems:
+        raise InputError("\n".join(str(p) for p in problems))
+    return _build(located.data, directory)
+
+
+def schema_problems(located: Located) -> list[InputError]:
+    """Schema violations, each mapped to the line of the key it is about."""
+    import jsonschema
+
+    if not isinstance(located.data, dict):
+        return [located.error((), "a lab.yaml is a mapping (id, title, domain, level, ...)")]
+    validator = jsonschema.Draft202012Validator(_schema())
+    out = []
+    errors = sorted(validator.iter_errors(located.data), key=lambda e: located.line(tuple(e.absolute_path)) or 0)
+    for err in errors:
+        path: KeyPath = tuple(err.absolute_path)
+        message = _schema_message(err)
+        out.append(located.error(path, message))
+    return out
+
+
+def _schema_message(err: Any) -> str:
+    """jsonschema's message, made shorter where it repeats the whole offending value."""
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        return f"unknown key(s) {', '.join(map(str, extra))} (allowed: {', '.join(allowed)})"
+    if err.validator == "enum":
+        return f"{err.instance!r} is not one of {', '.join(map(str, err.validator_value))}"
+    if err.validator == "pattern" and err.absolute_path and err.absolute_path[-1] == "id":
+        prefixes = ", ".join(DOMAIN_PREFIX.values())
+        return f"id {err.instance!r} must look like <prefix>-<level><nn>, e.g. mig-301 (prefixes: {prefixes})"
+    return str(err.message)
+
+
+def semantic_problems(located: Located, directory: Path) -> list[InputError]:
+    """What the schema cannot check: names exist, parameters fit, id agrees with domain and level, files present."""
+    data: dict[str, Any] = located.data
+    out: list[InputError] = []
+    lab_id, domain, level = data["id"], data["domain"], data["level"]
+    prefix = DOMAIN_PREFIX[domain]
+    if not lab_id.startswith(prefix + "-"):
+        out.append(located.error(("id",), f"lab id {lab_id} of domain {domain} must start with {prefix}-"))
+    digit = lab_id.rsplit("-", 1)[-1][:1]
+    if digit != str(level):
+        out.append(located.error(("level",), f"level {level} disagrees with the id {lab_id} (level digit {digit})"))
+    if directory.name != lab_id:
+        out.append(located.error(("id",), f"lab id {lab_id} must match its directory name {directory.name}"))
+    if directory.parent.name != domain:
+        out.append(
+            located.error(("domain",), f"domain {domain} must match the parent directory {directory.parent.name}")
+        )
+    readme = directory / README
+    if not readme.is_file():
+        out.append(InputError(f"{readme}: missing: every lab has a README.md (what the candidate reads)"))
+    elif not readme.read_text(encoding="utf-8", errors="replace").strip():
+        out.append(InputError(f"{readme}: empty"))
+    out += _exam_domain_problems(located)
+    design = data["target"] == "design"
+    if not design:
+        from assessor.sim.fixtures import fixture_names
+
+        if data["fixture"] not in fixture_names():
+            out.append(
+                located.error(
+                    ("fixture",), f"unknown fixture {data['fixture']!r} (fixtures: {', '.join(fixture_names())})"
+                )
+            )
+    scenario = data.get("scenario") or {}
+    solution = data.get("solution") or {}
+    for key, steps in (("scenario", scenario.get("faults") or []), ("solution", solution.get("repair") or [])):
+        field_name = "faults" if key == "scenario" else "repair"
+        for i, step in enumerate(steps):
+            problem = _fault_problem(step["fault"])
+            if problem:
+                out.append(located.error((key, field_name, i, "fault"), problem))
+    for key, commands in (("scenario", scenario.get("commands") or []), ("solution", solution.get("commands") or [])):
+        for i, line in enumerate(commands):
+            problem = _command_problem(line)
+            if problem:
+                out.append(located.error((key, "commands", i), problem))
+    grading_checks = (data.get("grading") or {}).get("checks") or []
+    answer = data.get("answer") or {}
+    answer_checks = answer.get("checks") or []
+    if grading_checks and answer_checks:
+        out.append(located.error(("answer", "checks"), "give the checks once: in grading.checks (or answer.checks)"))
+    elif not grading_checks and not answer_checks:
+        out.append(located.error(("grading",), "no checks: grading.checks lists what is graded"))
+    base: KeyPath = ("grading", "checks") if grading_checks else ("answer", "checks")
+    for i, check in enumerate(grading_checks or answer_checks):
+        out += _check_problems(located, (*base, i), check, design)
+    if design:
+        for key_path, name in (
+            (("answer", "example"), answer.get("example")),
+            (("solution", "answer"), solution.get("answer")),
+        ):
+            if name is None:
+                out.append(located.error(key_path[:1], f"design labs name a {key_path[1]} file ({'.'.join(key_path)})"))
+            elif not (directory / name).is_file():
+                out.append(located.error(key_path, f"{name}: no such file in {directory}"))
+    elif data.get("answer"):
+        out.append(located.error(("answer",), "answer is for design labs (target: design) only"))
+    return out
+
+
+def _exam_domain_problems(located: Located) -> list[InputError]:
+    from assessor.labs.levels import exam_domain_names
+
+    known = {name.casefold(): name for name in exam_domain_names()}
+    out = []
+    for i, name in enumerate(located.data["exam_domains"]):
+        if name.casefold() not in known:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(known.values()), n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else " (see labs/blueprints.yaml)"
+            out.append(located.error(("exam_domains", i), f"unknown exam domain {name!r}{hint}"))
+    return out
+
+
+def _fault_problem(name: str) -> str | None:
+    try:
+        from assessor.sim.faults import FAULTS
+    except ImportError:  # the simulator's fault module is optional in a partial checkout
+        return None
+    if name in FAULTS:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(name, list(FAULTS), n=2, cutoff=0.5)
+    return f"unknown fault {name!r}" + (
+        f"; did you mean {' or '.join(close)}?" if close else f" (faults: {', '.join(sorted(FAULTS))})"
+    )
+
+
+def _command_problem(line: str) -> str | None:
+    from assessor.sim.tools import TOOLS
+
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        return f"cannot split command {line!r}: {exc}"
+    if not argv:
+        return "empty command"
+    if argv[0] == ENV_COMMAND:
+        return env_command_problem(argv)
+    if os.path.basename(argv[0]) not in TOOLS:
+        return f"{argv[0]} is not a simulated tool (tools: {', '.join(sorted(TOOLS))}, and {ENV_COMMAND})"
+    return None
+
+
+def env_command_problem(argv: list[str]) -> str | None:
+    """Why a ``gpulab-env NAME=VALUE`` / ``gpulab-env -u NAME`` line is malformed, or None."""
+    args = argv[1:]
+    if len(args) == 2 and args[0] == "-u" and args[1]:
+        return None
+    if len(args) == 1 and "=" in args[0] and args[0].split("=", 1)[0]:
+        return None
+    return f"{ENV_COMMAND} takes NAME=VALUE or -u NAME, not {shlex.join(args)!r}"
+
+
+def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], design: bool) -> list[InputError]:
+    from assessor.labs import designs
+
+    out: list[InputError] = []
+    check_id: str = check["id"]
+    params = check.get("params") or {}
+    if design or check_id.startswith("design."):
+        if not check_id.startswith("design."):
+            return [located.error((*path, "id"), f"design labs are graded by design.* graders, not {check_id}")]
+        if not design:
+            return [located.error((*path, "id"), f"{check_id} grades an answer file: only design labs use it")]
+        spec: Any = designs.spec(check_id)
+        if spec is None:
+            known = ", ".join(designs.ids()) or "none"
+            return [located.error((*path, "id"), f"unknown design grader {check_id!r} (graders: {known})")]
+    else:
+        from assessor import checks
+
+        try:
+            spec = checks.get(check_id)
+        except InputError as exc:
+            return [located.error((*path, "id"), str(exc))]
+    from assessor import params as param_types
+
+    for name, value in params.items():
+        try:
+            # a design grader's spec has the same id/params/param() shape as a CheckSpec
+            param_types.coerce(spec, name, value)
+        except InputError as exc:
+            out.append(
+                located.error((*path, "params", name), str(exc).replace("check ", "grader " if design else "check ", 1))
+            )
+    numeric = {p.name for p in spec.params if p.type in ("int", "float")}
+    for j, rule in enumerate(check.get("partial") or []):
+        name = rule["param"]
+        value = params.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            out.append(
+                located.error(
+                    (*path, "partial", j, "param"),
+                    f"partial credit relaxes {name!r}, so params.{name} must be set to a number",
+                )
+            )
+        elif name not in numeric:
+            out.append(located.error((*path, "partial", j, "param"), f"{check_id} parameter {name} is not numeric"))
+    return out
+
+
+def _typed(check_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Params as the check declares them (an int 228 for a float param becomes 228.0), so partial rules relax
+    a float param to 182.4, not to an int."""
+    from assessor import params as param_types
+    from assessor.labs import designs
+
+    spec: Any
+    if check_id.startswith("design."):
+        spec = designs.spec(check_id)
+    else:
+        from assessor import checks
+
+        spec = checks.get(check_id)
+    return {name: param_types.coerce(spec, name, value) for name, value in params.items()}
+
+
+def _steps(items: list[dict[str, Any]] | None) -> tuple[FaultStep, ...]:
+    return tuple(FaultStep(s["fault"], dict(s.get("options") or {})) for s in items or [])
+
+
+def _build(data: dict[str, Any], directory: Path) -> Lab:
+    grading = data.get("grading") or {}
+    answer = data.get("answer") or {}
+    scenario = data.get("scenario") or {}
+    solution = data.get("solution") or {}
+    raw_checks = grading.get("checks") or answer.get("checks") or []
+    lab_checks = tuple(
+        LabCheck(
+            id=c["id"],
+            params=_typed(c["id"], dict(c.get("params") or {})),
+            points=float(c["points"]),
+            hint=c["hint"],
+            partial=tuple(Partial(p["param"], float(p["factor"]), float(p["credit"])) for p in c.get("partial") or []),
+        )
+        for c in raw_checks
+    )
+    return Lab(
+        id=data["id"],
+        title=data["title"],
+        domain=data["domain"],
+        level=data["level"],
+        exam_domains=tuple(data["exam_domains"]),
+        time_limit_min=data["time_limit_min"],
+        target=data["target"],
+        runs_on=tuple(data["runs_on"]),
+        fixture=data.get("fixture"),
+        checks=lab_checks,
+        pass_percent=float(grading["pass_percent"]),
+        path=directory,
+        digest=digest(directory),
+        warn_counts=bool(grading.get("warn_counts", False)),
+        dcgm_level=int(grading.get("dcgm_level", 1)),
+        faults=_steps(scenario.get("faults")),
+        commands=tuple(scenario.get("commands") or ()),
+        playbooks=dict(scenario.get("playbooks") or {}),
+        solution_commands=tuple(solution.get("commands") or ()),
+        repair=_steps(solution.get("repair")),
+        solution_answer=solution.get("answer"),
+        answer_example=answer.get("example"),
+    )

@@ -1,0 +1,100 @@
+"""What a lab is once loaded: plain, frozen dataclasses (the YAML shape is in ``lab.schema.json``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Lab domain -> the id prefix its labs use (``drv-101``, ``ib-202``).
+DOMAIN_PREFIX: dict[str, str] = {
+    "drivers": "drv",
+    "mig": "mig",
+    "nccl": "nccl",
+    "infiniband": "ib",
+    "health": "health",
+    "design": "design",
+}
+DOMAINS: tuple[str, ...] = tuple(DOMAIN_PREFIX)
+
+# CURRICULUM.md's five skill levels.
+LEVEL_NAMES: dict[int, str] = {
+    0: "not yet Foundation",
+    1: "Foundation",
+    2: "Operational",
+    3: "Professional",
+    4: "Expert",
+    5: "Architect",
+}
+
+
+@dataclass(frozen=True)
+class Partial:
+    """Partial credit: re-run the check with ``param`` multiplied by ``factor``; a pass earns ``credit`` × points."""
+
+    param: str
+    factor: float
+    credit: float
+
+
+@dataclass(frozen=True)
+class LabCheck:
+    """One graded check of a lab (a catalogue check, or a ``design.*`` grader for design labs)."""
+
+    id: str
+    params: dict[str, Any]
+    points: float
+    hint: str
+    partial: tuple[Partial, ...] = ()
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    """A simulator fault and its options (``assessor.sim.faults``)."""
+
+    fault: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A loaded, validated lab."""
+
+    id: str
+    title: str
+    domain: str
+    level: int
+    exam_domains: tuple[str, ...]
+    time_limit_min: int
+    target: str  # node | nodes | any | design
+    runs_on: tuple[str, ...]
+    fixture: str | None
+    checks: tuple[LabCheck, ...]
+    pass_percent: float
+    path: Path  # the lab directory
+    digest: str  # sha256 of lab.yaml bytes + README.md bytes: which version of the lab was graded
+    warn_counts: bool = False
+    dcgm_level: int = 1
+    faults: tuple[FaultStep, ...] = ()
+    commands: tuple[str, ...] = ()
+    playbooks: dict[str, str] = field(default_factory=dict)  # setup / solve / reset -> path under playbooks/
+    solution_commands: tuple[str, ...] = ()
+    repair: tuple[FaultStep, ...] = ()
+    solution_answer: str | None = None  # design labs: reference answer file in the lab dir
+    answer_example: str | None = None  # design labs: example answer file in the lab dir
+
+    @property
+    def is_design(self) -> bool:
+        return self.target == "design"
+
+    @property
+    def readme(self) -> Path:
+        return self.path / "README.md"
+
+    @property
+    def total_points(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    @property
+    def level_name(self) -> str:
+        return LEVEL_NAMES.get(self.level, str(self.level))

@@ -1,0 +1,84 @@
+"""The ``mock:`` target: a simulated node captured exactly like a real one.
+
+``mock:NAME`` is a fresh node from a shipped fixture, held in memory for the life of the
+target; ``mock:PATH.json`` is the node whose state lives in that file (what ``gpulab sim init``
+writes and the simulated tools change). :meth:`MockTarget.snapshot` runs the capture's command
+list through the simulated tools and the NVML collector against the mock NVML, so everything
+downstream (parsers, checks, reports) cannot tell it from a real node.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from assessor.capture import Outcome, capture
+from assessor.errors import InputError
+from assessor.sim.state import NodeState
+from assessor.sim.tools import Session, run_tool
+from assessor.snapshot import Snapshot
+
+
+@dataclass
+class MockTarget:
+    spec: str
+    state: NodeState | None = None  # mock:NAME: the node in memory
+    path: Path | None = None  # mock:FILE.json: the state file
+    # The environment the captured commands run with (e.g. NCCL_DEBUG=INFO), as a shell on the node would.
+    env: Mapping[str, str] = field(default_factory=dict)
+    euid: int = 0
+    name: str | None = None  # the inventory host name, when an inventory names the target
+
+    @classmethod
+    def open(cls, spec: str) -> MockTarget:
+        """``mock:NAME`` or ``mock:PATH.json``; InputError for an unknown fixture or a missing state file."""
+        from assessor.sim.fixtures import fixture_names, load_fixture
+
+        rest = spec.removeprefix("mock:")
+        if not rest:
+            raise InputError(
+                f"mock: target needs a fixture or a state file, e.g. mock:hgx-h100 or mock:./node.json "
+                f"(fixtures: {', '.join(fixture_names())})"
+            )
+        if rest.endswith(".json") or "/" in rest:
+            path = Path(rest)
+            if not path.exists():
+                raise InputError(
+                    f"{path}: no such simulated node state; create it with "
+                    f"`gpulab sim init --fixture hgx-h100 --state {path}`"
+                )
+            if path.is_dir():
+                raise InputError(
+                    f"{path}: is a directory, not a simulated node state (use snapshot:{path} for a snapshot directory)"
+                )
+            return cls(spec, path=path)
+        return cls(spec, state=load_fixture(rest))
+
+    def session(self) -> Session:
+        """A session on this node for the simulated tools."""
+        return Session(state=self.state, path=self.path, env=dict(self.env), euid=self.euid)
+
+    def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
+        """Capture every snapshot source from the simulated node."""
+        session = self.session()
+        host = session.read().host  # InputError here for a state file that is not one
+
+        def runner(argv: Sequence[str], timeout: float) -> Outcome:
+            start = time.monotonic()
+            result = run_tool(list(argv), session)
+            elapsed = time.monotonic() - start
+            if result.exit_code == 127:
+                return Outcome(None, "", result.stderr, elapsed, missing=True)
+            return Outcome(result.exit_code, result.stdout, result.stderr, elapsed)
+
+        return capture(runner, host=host, timeout=timeout, active=tuple(active), nvml_json=self._nvml_json)
+
+    def _nvml_json(self) -> str:
+        from assessor.collector import collect_json
+        from assessor.sim.mock_nvml import MockNvml
+
+        mock = MockNvml(self.state) if self.state is not None else MockNvml(path=self.path)
+        return json.dumps(collect_json(mock), indent=2)

@@ -1,0 +1,538 @@
+"""Simulated nccl-tests: ``all_reduce_perf`` and ``all_gather_perf`` (single process, ``-g`` GPUs).
+
+The output is nccl-tests' (``corpus/nccl_tests/02_...``): the ``# nThread`` header, ``# Using
+devices`` with one line per rank, the two-block result table, the out-of-bounds and average
+footer. With ``NCCL_DEBUG=INFO`` (in the session's environment, or in the node's ``nccl_env``
+as ``/etc/nccl.conf`` would set it) NCCL's INFO lines come between the rank list and the table,
+as in ``corpus/nccl_debug/``: the NCCL version, the network it chose (``NET/IB : Using ...`` or
+``NET/IB : No device found.`` then ``Using network Socket``), ring channels and their P2P
+transport, and NVLS on Hopper NVSwitch systems.
+
+Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to THRESHOLDS.md and the
+8x A100 run in the corpus: a fixed launch latency plus a bandwidth that ramps up with the message
+size (:func:`efficiency`) to the node's peak. The numbers are deterministic: the only variation is a
+small per-row jitter seeded by the host name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from assessor.sim.state import GpuState, NodeState
+from assessor.sim.tools import Session, ToolResult
+
+# Peak all_reduce busbw (GB/s) at large sizes, one node, by GPU family, when the state does not say.
+# THRESHOLDS.md: 8x A100 NV12 ~232 (corpus/nccl_tests/02), 8x H100/H200 with NVLS ~480, ring ~370.
+_PEAK_NVLS = {"H100": 480.0, "H200": 480.0, "H800": 480.0}
+_PEAK_RING = {"A100": 232.0, "A800": 232.0, "H100": 370.0, "H200": 370.0, "H800": 370.0}
+_RING_OVER_NVLS = 370.0 / 480.0  # NVIDIA/nccl-tests#212: the same node without NVLS
+_PCIE_GEN4_X16_BUSBW = 20.0  # PCIe-bound all_reduce (P2P disabled, or a PCIe box with no number), GB/s
+_LATENCY_US = {"nvlink": 39.0, "nvls": 30.0, "pcie": 55.0}  # small-message time (corpus/nccl_tests/02: ~39 us)
+
+# Fraction of the peak bandwidth reached at a message size (log2 of bytes), piecewise linear in
+# log2(size): read off corpus/nccl_tests/02 (8x A100, 232 GB/s at 4G) once the latency is taken out.
+_EFFICIENCY = (
+    (20, 0.45),
+    (22, 0.55),
+    (24, 0.62),
+    (26, 0.80),
+    (27, 0.84),
+    (28, 0.88),
+    (29, 0.92),
+    (30, 0.975),
+    (31, 0.99),
+    (32, 1.0),
+)
+
+_SIZE = re.compile(r"^(\d+)([KMGkmg]?)$")
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_TYPE_BYTES = {
+    "float": 4,
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "half": 2,
+    "bfloat16": 2,
+    "double": 8,
+    "float16": 2,
+    "float32": 4,
+    "float64": 8,
+}
+
+
+def parse_size(text: str) -> int | None:
+    """nccl-tests sizes: ``8``, ``1K``, ``128M``, ``8G`` (binary multiples)."""
+    m = _SIZE.match(text.strip())
+    if m is None:
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def efficiency(size: int) -> float:
+    """Fraction of the node's peak bandwidth that a message of ``size`` bytes reaches."""
+    if size <= 0:
+        return _EFFICIENCY[0][1]
+    x = math.log2(size)
+    if x <= _EFFICIENCY[0][0]:
+        return _EFFICIENCY[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(_EFFICIENCY):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return 1.0
+
+
+def _family(gpu: GpuState) -> str | None:
+    name = gpu.name.upper()
+    for family in ("H200", "H100", "H800", "A100", "A800"):
+        if family in name:
+            return family
+    return None
+
+
+def merged_env(state: NodeState, env: Mapping[str, str]) -> dict[str, str]:
+    """NCCL's settings: the node's ``nccl_env`` (as /etc/nccl.conf) overridden by the process environment."""
+    out = dict(state.nccl_env)
+    out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
+    return out
+
+
+def nvls_active(state: NodeState, gpus: list[GpuState], env: Mapping[str, str]) -> bool:
+    """NVLS (NVLink SHARP) runs on Hopper GPUs behind NVSwitches, unless NCCL_NVLS_ENABLE=0."""
+    if env.get("NCCL_NVLS_ENABLE", "1") == "0" or not state.nvswitches or len(gpus) < 2:
+        return False
+    if env.get("NCCL_P2P_DISABLE", "0") == "1":
+        return False
+    return all(g.architecture == "Hopper" and g.nvlinks and all(link.active for link in g.nvlinks) for g in gpus)
+
+
+def _pcie_fraction(gpus: list[GpuState]) -> float:
+    """The slowest GPU's PCIe link against its own maximum (a Gen4 x8 link carries half of Gen4 x16)."""
+    return min((2 ** (g.pcie_gen_current - g.pcie_gen_max)) * g.pcie_width_current / g.pcie_width_max for g in gpus)
+
+
+def _link_fraction(gpus: list[GpuState]) -> float:
+    """Share of NVLinks up on the worst GPU: a ring runs at the speed of its slowest member."""
+    fractions = [sum(1 for link in g.nvlinks if link.active) / len(g.nvlinks) for g in gpus if g.nvlinks]
+    return min(fractions) if fractions else 0.0
+
+
+def peak_busbw(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], *, test: str) -> tuple[float, str]:
+    """Peak busbw (GB/s) of ``test`` over these GPUs, and the path it takes (nvls, nvlink or pcie)."""
+    nvlink = all(g.nvlinks for g in gpus)
+    p2p_off = env.get("NCCL_P2P_DISABLE", "0") == "1"
+    fraction = _link_fraction(gpus) if nvlink else 0.0
+    healthy = state.perf.nccl_allreduce_busbw_gbps
+    # A PCIe box's own measured number; an NVLink box without P2P goes through host memory (~20 GB/s).
+    pcie = (healthy if not nvlink and healthy is not None else _PCIE_GEN4_X16_BUSBW) * _pcie_fraction(gpus)
+    if not nvlink or p2p_off or fraction == 0.0:
+        return pcie, "pcie"
+    family = _family(gpus[0]) or ""
+    nvls_capable = family in _PEAK_NVLS and bool(state.nvswitches)
+    if healthy is not None:
+        # The fixture's measured all_reduce: with NVLS on Hopper NVSwitch boxes, a ring elsewhere.
+        ring = healthy * _RING_OVER_NVLS if nvls_capable else healthy
+        nvls = healthy
+    else:
+        ring = _PEAK_RING.get(family, 150.0)
+        nvls = _PEAK_NVLS.get(family, ring)
+    use_nvls = test == "all_reduce_perf" and nvls_active(state, gpus, env)
+    peak = (nvls if use_nvls else ring) * fraction
+    throttled = [
+        g for g in gpus if {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"} & set(g.throttle_reasons)
+    ]
+    if throttled:
+        peak *= 0.8  # clocks held down: the kernels move data more slowly
+    return max(peak, pcie), "nvls" if use_nvls else "nvlink"
+
+
+@dataclass
+class _Options:
+    min_bytes: int = 32 * 1024**2
+    max_bytes: int = 32 * 1024**2
+    factor: int | None = None  # -f; None: -i steps
+    step_bytes: int = 1024**2
+    ngpus: int = 1
+    nthreads: int = 1
+    iters: int = 20
+    warmup: int = 5
+    check: int = 1
+    dtype: str = "float"
+    op: str = "sum"
+    graph: int = 0
+
+
+def _parse_args(args: list[str], program: str) -> _Options | str:
+    opts = _Options()
+    it = iter(args)
+    sizes = {
+        "-b": "min_bytes",
+        "--minbytes": "min_bytes",
+        "-e": "max_bytes",
+        "--maxbytes": "max_bytes",
+        "-i": "step_bytes",
+        "--stepbytes": "step_bytes",
+    }
+    ints = {
+        "-f": "factor",
+        "--stepfactor": "factor",
+        "-g": "ngpus",
+        "--ngpus": "ngpus",
+        "-t": "nthreads",
+        "--nthreads": "nthreads",
+        "-n": "iters",
+        "--iters": "iters",
+        "-w": "warmup",
+        "--warmup_iters": "warmup",
+        "-c": "check",
+        "--check": "check",
+        "-G": "graph",
+        "--cudagraph": "graph",
+    }
+    for arg in it:
+        key, _, inline = arg.partition("=")
+        if key in sizes or key in ints:
+            value = inline or next(it, "")
+            if key in sizes:
+                size = parse_size(value)
+                if size is None:
+                    return f"invalid size specified for '{key}'"
+                setattr(opts, sizes[key], size)
+            else:
+                if not value.lstrip("-").isdigit():
+                    return f"invalid number '{value}' for '{key}'"
+                setattr(opts, ints[key], int(value))
+        elif key in ("-d", "--datatype"):
+            opts.dtype = inline or next(it, "float")
+        elif key in ("-o", "--op"):
+            opts.op = inline or next(it, "sum")
+        elif key in (
+            "-z",
+            "--blocking",
+            "-a",
+            "--average",
+            "-r",
+            "--root",
+            "-p",
+            "--parallel_init",
+            "-m",
+            "--agg_iters",
+            "-C",
+            "--report_cputime",
+        ):
+            if not inline:
+                next(it, None)
+        else:
+            return f"{program}: invalid option -- '{arg}'"
+    if opts.dtype not in _TYPE_BYTES:
+        return f"invalid type {opts.dtype}"
+    if opts.max_bytes < opts.min_bytes:
+        return "invalid option: maxbytes < minbytes, check your -b and -e arguments"
+    if opts.factor is not None and opts.factor < 2:
+        opts.factor = None
+    return opts
+
+
+def _sizes(opts: _Options) -> list[int]:
+    out: list[int] = []
+    size = opts.min_bytes
+    while size <= opts.max_bytes and len(out) < 64:
+        out.append(size)
+        if opts.factor:
+            size *= opts.factor
+        else:
+            size += opts.step_bytes
+    return out
+
+
+def _jitter(host: str, *parts: object) -> float:
+    """A deterministic factor within ±0.3 % for one table cell."""
+    digest = hashlib.sha256(":".join(str(p) for p in (host, *parts)).encode()).hexdigest()
+    return 1.0 + (int(digest[:6], 16) / 0xFFFFFF - 0.5) * 0.006
+
+
+def _time_str(us: float) -> str:
+    """nccl-tests' time column: fewer decimals as the time grows."""
+    if us >= 10000:
+        return f"{us:7.0f}"
+    if us >= 100:
+        return f"{us:7.1f}"
+    return f"{us:7.2f}"
+
+
+def _pid(state: NodeState) -> int:
+    return 2000 + int(hashlib.sha256(f"{state.host}:nccl".encode()).hexdigest()[:6], 16) % 4_000_000
+
+
+def _bus_byte(gpu: GpuState) -> int:
+    return int(gpu.bus_id.split(":")[1], 16)
+
+
+def _cuda_failure(state: NodeState, message: str) -> ToolResult:
+    pid = _pid(state)
+    text = (
+        f"{state.host}: Test CUDA failure common.cu:891 '{message}'\n"
+        f" .. {state.host} pid {pid}: Test failure common.cu:842\n"
+    )
+    return ToolResult(2, text)
+
+
+def all_reduce_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``all_reduce_perf``: busbw = algbw x 2(n-1)/n."""
+    return _run("all_reduce_perf", args, session)
+
+
+def all_gather_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``all_gather_perf``: busbw = algbw x (n-1)/n."""
+    return _run("all_gather_perf", args, session)
+
+
+def _run(program: str, args: list[str], session: Session) -> ToolResult:
+    state = session.read()
+    parsed = _parse_args(args, program)
+    if isinstance(parsed, str):
+        return ToolResult(1, "", parsed + "\n")
+    opts = parsed
+    env = merged_env(state, session.env)
+    drv = state.driver
+    if not drv.loaded or not state.module_loaded("nvidia"):
+        return _cuda_failure(state, "CUDA driver version is insufficient for CUDA runtime version")
+    if drv.version != drv.kernel_module_version:
+        return _cuda_failure(state, "system has unsupported display driver / cuda driver combination")
+    if any(g.fabric_state not in (None, "Completed") for g in state.gpus):
+        # NVSwitch systems: CUDA refuses to start until the fabric manager has trained the fabric.
+        return _cuda_failure(state, "system not yet initialized")
+    visible = [g for g in state.gpus if not g.lost and not g.mig_mode_current]
+    nranks = opts.ngpus * opts.nthreads
+    if nranks < 1 or nranks > len(visible):
+        return _cuda_failure(state, "invalid device ordinal")
+    gpus = visible[:nranks]
+    word = _TYPE_BYTES[opts.dtype]
+    memory = min(g.memory_total_mib for g in gpus) * 1024**2
+    # send + receive buffers, plus the expected-result buffer when checking.
+    needed = opts.max_bytes * (3 if opts.check else 2)
+    if needed > memory:
+        return _cuda_failure(state, "out of memory")
+    debug = env.get("NCCL_DEBUG", "").upper() == "INFO"
+    peak, path = peak_busbw(state, gpus, env, test=program)
+    out: list[str] = []
+    pid = _pid(state)
+    out.append(
+        f"# nThread {opts.nthreads} nGpus {opts.ngpus} minBytes {opts.min_bytes} maxBytes {opts.max_bytes} "
+        + (f"step: {opts.factor}(factor)" if opts.factor else f"step: {opts.step_bytes}(bytes)")
+        + f" warmup iters: {opts.warmup} iters: {opts.iters} agg iters: 1 validation: {opts.check} "
+        f"graph: {opts.graph}\n"
+    )
+    out.append("#\n# Using devices\n")
+    for rank, g in enumerate(gpus):
+        out.append(
+            f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {state.host:>10} device {g.index:2d} "
+            f"[0x{_bus_byte(g):02x}] {g.name}\n"
+        )
+    if debug:
+        out.extend(_info_lines(state, gpus, env, pid, path))
+    out.append("#\n")
+    out.append(
+        "#                                                              out-of-place                       "
+        "in-place          \n"
+    )
+    out.append(
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+        "algbw   busbw #wrong\n"
+    )
+    out.append(
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+        "(GB/s)  (GB/s)       \n"
+    )
+    factor = 2 * (nranks - 1) / nranks if program == "all_reduce_perf" else (nranks - 1) / nranks
+    redop = opts.op if program == "all_reduce_perf" else "none"
+    latency = _LATENCY_US.get(path, 40.0)
+    busbws: list[float] = []
+    for size in _sizes(opts):
+        per = word * (nranks if program == "all_gather_perf" else 1)
+        count = size // per
+        size_rounded = count * per
+        count_shown = count
+        row = f"{size_rounded:12d}  {count_shown:12d}  {opts.dtype:>8}  {redop:>6}  {-1:6d}"
+        for block in ("oop", "ip"):
+            if size_rounded == 0 or nranks == 1:
+                t = latency * 0.1 * _jitter(state.host, program, size, block) if nranks == 1 else 0.1
+                algbw = size_rounded / 1e3 / t if t else 0.0
+                bus = 0.0
+            else:
+                alg_peak = peak / factor if factor else peak
+                t = latency + size_rounded / (alg_peak * 1e3 * efficiency(size_rounded))
+                t *= _jitter(state.host, program, size_rounded, block)
+                algbw = size_rounded / 1e3 / t
+                bus = algbw * factor
+            busbws.append(bus)
+            wrong = "0" if opts.check else "N/A"
+            row += f"  {_time_str(t)}  {algbw:6.2f}  {bus:6.2f}  {wrong:>5}"
+        out.append(row + "\n")
+    if debug:
+        for rank, g in enumerate(gpus):
+            out.append(
+                f"{state.host}:{pid}:{pid} [{rank}] NCCL INFO comm {_comm(state, rank)} rank {rank} "
+                f"nranks {nranks} cudaDev {rank} busId {_bus_id_short(g)} - Destroy COMPLETE\n"
+            )
+    average = sum(busbws) / len(busbws) if busbws else 0.0
+    out.append("# Out of bounds values : 0 OK\n")
+    out.append(f"# Avg bus bandwidth    : {average:g} \n")
+    out.append("#\n")
+    return ToolResult(0, "".join(out))
+
+
+def _comm(state: NodeState, rank: int) -> str:
+    base = int(hashlib.sha256(f"{state.host}:comm".encode()).hexdigest()[:8], 16) & 0xFFFFFF0
+    return f"0x55{base + rank * 0x11A0:010x}"
+
+
+def _bus_id_short(gpu: GpuState) -> str:
+    """NCCL's busId: ``00000000:18:00.0`` -> ``18000``."""
+    _, bus, devfn = gpu.bus_id.split(":")
+    dev, fn = devfn.split(".")
+    return f"{int(bus, 16):x}{int(dev, 16):02x}{int(fn)}"
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def ib_devices(state: NodeState, env: Mapping[str, str]) -> list[str]:
+    """The ``mlx5_0:1/IB`` entries NCCL's IB transport would use (active ports that NCCL_IB_HCA allows)."""
+    spec = env.get("NCCL_IB_HCA", "").strip()
+    exclude = spec.startswith("^")
+    spec = spec.lstrip("^")
+    exact = spec.startswith("=")
+    spec = spec.lstrip("=")
+    filters: list[tuple[str, int | None]] = []
+    for item in (s.strip() for s in spec.split(",") if s.strip()):
+        name, _, port_text = item.partition(":")
+        filters.append((name, int(port_text) if port_text.isdigit() else None))
+
+    def wanted(name: str, port: int) -> bool:
+        if not filters:
+            return True
+        hit = any((name == f if exact else name.startswith(f)) and (p is None or p == port) for f, p in filters)
+        return not hit if exclude else hit
+
+    if not state.module_loaded("ib_core") or not state.module_loaded("mlx5_ib"):
+        return []
+    out = []
+    for hca in state.ib_hcas:
+        for port in hca.ports:
+            if port.state != "Active" or not wanted(hca.name, port.port):
+                continue
+            kind = "IB" if port.link_layer == "InfiniBand" else "RoCE"
+            out.append(f"{hca.name}:{port.port}/{kind}")
+    return out
+
+
+def _info_lines(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], pid: int, path: str) -> list[str]:
+    """NCCL_DEBUG=INFO lines of communicator setup (corpus/nccl_debug/01 and 04)."""
+    host = state.host
+    version = state.perf.nccl_version or "2.18.3+cuda12.2"
+    cuda = state.driver.cuda_version.split(".")
+    cuda_int = int(cuda[0]) * 1000 + (int(cuda[1]) * 10 if len(cuda) > 1 else 0)
+    ifname = env.get("NCCL_SOCKET_IFNAME", "eth0").split(",")[0].lstrip("^=") or "eth0"
+    octet = int(hashlib.sha256(host.encode()).hexdigest()[:2], 16) % 250 + 2
+    oob = f"{ifname}:10.0.0.{octet}<0>"
+    nranks = len(gpus)
+
+    def line(rank: int, tid: int, text: str) -> str:
+        return f"{host}:{pid}:{tid} [{rank}] NCCL INFO {text}\n"
+
+    out = [line(0, pid, f"Bootstrap : Using {oob}")]
+    out.append(line(0, pid, "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation"))
+    out.append(line(0, pid, f"cudaDriverVersion {cuda_int}"))
+    out.append(f"NCCL version {version}\n")
+    devices = ib_devices(state, env)
+    first_tid = pid + 20
+    if devices:
+        listing = " ".join(f"[{i}]{d}" for i, d in enumerate(devices))
+        out.append(line(0, first_tid, f"NET/IB : Using {listing} [RO]; OOB {oob}"))
+        network = "IB"
+    else:
+        out.append(line(0, first_tid, "NET/IB : No device found."))
+        out.append(line(0, first_tid, f"NET/Socket : Using [0]{oob}"))
+        network = "Socket"
+    for rank in range(nranks):
+        out.append(line(rank, first_tid + rank, f"Using network {network}"))
+    comm_id = f"0x{hashlib.sha256(f'{host}:commid'.encode()).hexdigest()[:16]}"
+    for rank, g in enumerate(gpus):
+        out.append(
+            line(
+                rank,
+                first_tid + rank,
+                f"comm {_comm(state, rank)} rank {rank} nranks {nranks} cudaDev "
+                f"{rank} nvmlDev {g.index} busId {_bus_id_short(g)} commId {comm_id} - Init START",
+            )
+        )
+    hopper_nvswitch = bool(state.nvswitches) and all(g.architecture == "Hopper" for g in gpus)
+    for rank in range(nranks):
+        if gpus[rank].cpu_affinity:
+            out.append(
+                line(
+                    rank, first_tid + rank, f"Setting affinity for GPU {gpus[rank].index} to {gpus[rank].cpu_affinity}"
+                )
+            )
+        if hopper_nvswitch and env.get("NCCL_NVLS_ENABLE", "1") != "0":
+            out.append(line(rank, first_tid + rank, f"NVLS multicast support is available on dev {rank}"))
+    channels = 16 if path != "pcie" else 2
+    order = "   ".join(str(r) for r in range(nranks))
+    for c in range(min(channels, 2)):
+        out.append(line(0, first_tid, f"Channel {c:02d}/{channels} :    {order}"))
+    if path == "pcie":
+        transport = "SHM/direct/direct"
+    elif _version_tuple(version) >= (2, 19, 0):
+        transport = "P2P/CUMEM"  # NCCL 2.19+ maps peer memory through cuMem (corpus/nccl_debug/04)
+    else:
+        transport = "P2P/direct pointer"  # one process driving every GPU (corpus/nccl_debug/01)
+    if nranks > 1:
+        for c in range(channels):
+            for rank in range(nranks):
+                peer = (rank + 1) % nranks
+                out.append(
+                    line(
+                        rank, first_tid + rank, f"Channel {c:02d}/0 : {rank}[{rank}] -> {peer}[{peer}] via {transport}"
+                    )
+                )
+    for rank in range(nranks):
+        out.append(line(rank, first_tid + rank, "Connected all rings"))
+    if path == "nvls":
+        for rank in range(nranks):
+            out.append(line(rank, first_tid + rank, "Connected NVLS tree"))
+        out.append(
+            line(
+                0,
+                first_tid,
+                f"{channels} coll channels, {channels} nvls channels, {channels} p2p channels, "
+                f"{channels} p2p channels per peer",
+            )
+        )
+    else:
+        out.append(
+            line(
+                0,
+                first_tid,
+                f"{channels} coll channels, 0 nvls channels, {channels} p2p channels, "
+                f"{channels // 2 or 1} p2p channels per peer",
+            )
+        )
+    for rank, g in enumerate(gpus):
+        out.append(
+            line(
+                rank,
+                first_tid + rank,
+                f"comm {_comm(state, rank)} rank {rank} nranks {nranks} cudaDev "
+                f"{rank} nvmlDev {g.index} busId {_bus_id_short(g)} commId {comm_id} - Init COMPLETE",
+            )
+        )
+    return out

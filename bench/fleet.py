@@ -1,0 +1,101 @@
+"""Fleet benchmark: capture+assess of 1, 8 and 32 loopback sshd nodes, against Ansible running
+the same capture commands (`ansible all -m shell`) with the same forks on the same hosts.
+
+    .venv/bin/python bench/fleet.py [--sizes 1,8,32] [--rounds 3] [--forks 32]
+
+Needs sshd (scripts/setup.sh installs it). Every node listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    return elapsed, proc.returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1,8,32")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--forks", type=int, default=32)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    from assessor.capture import COMMANDS
+    from assessor.remote import batch
+    from tests.sshbed import SshBed
+
+    root = Path(tempfile.mkdtemp(prefix="gpulab-bench-"))
+    bed = SshBed(root).setup(max(sizes)).start()
+    script = batch.script(list(COMMANDS), 30)
+    env = dict(os.environ)
+    env.update(
+        {
+            "ANSIBLE_HOST_KEY_CHECKING": "True",
+            "ANSIBLE_SSH_ARGS": f"-o UserKnownHostsFile={bed.known_hosts} -o ControlMaster=auto -o ControlPersist=60s",
+            "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
+            "ANSIBLE_LOCALHOST_WARNING": "false",
+            "ANSIBLE_NOCOLOR": "1",
+        }
+    )
+    try:
+        rows = []
+        for n in sizes:
+            inv = bed.inventory(root / f"inv{n}.yml", bed.nodes[:n])
+            gl = [
+                str(BIN / "gpulab"),
+                "assess",
+                "-i",
+                str(inv),
+                "-p",
+                "hgx-h100",
+                "-f",
+                "json",
+                "--forks",
+                str(args.forks),
+                "--known-hosts",
+                str(bed.known_hosts),
+            ]
+            an = [str(BIN / "ansible"), "all", "-i", str(inv), "-m", "shell", "-a", script, "-f", str(args.forks)]
+            g_times, a_times = [], []
+            for _ in range(args.rounds):
+                t, rc = timed(gl)
+                if rc not in (0, 1):
+                    raise SystemExit(f"gpulab failed (exit {rc}) on {n} nodes")
+                g_times.append(t)
+                t, rc = timed(an, env)
+                if rc != 0:
+                    raise SystemExit(f"ansible failed (exit {rc}) on {n} nodes")
+                a_times.append(t)
+            rows.append((n, statistics.median(g_times), statistics.median(a_times)))
+        one = rows[0][1]
+        print(f"fleet capture+assess over loopback sshd, forks {args.forks}, median of {args.rounds} runs")
+        print(f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15}")
+        for n, g, a in rows:
+            print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x")
+        print("(gpulab: connect, one batched capture, parse and grade the hgx-h100 profile;")
+        print(" ansible: the same capture script through `ansible all -m shell`, no grading)")
+    finally:
+        bed.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""Faults: each one, applied to a fresh fixture, changes the facts the simulated tools report, the way
+the real failure shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from assessor import checks
+from assessor.checks.common import bus_key
+from assessor.errors import InputError
+from assessor.facts import NodeFacts
+from assessor.parsers import parse
+from assessor.sim import faults
+from assessor.sim.faults import FAULTS
+from assessor.sim.fixtures import load_fixture
+from assessor.sim.state import NodeState, load_state, save_state
+from assessor.sim.tools import Session, ToolResult, run_tool
+
+SHOW = ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"]
+REQUIRED = {
+    "ib-port-down",
+    "no-subnet-manager",
+    "ib-degraded-rate",
+    "xid-79",
+    "xid-48",
+    "xid-74",
+    "row-remap-pending",
+    "ecc-uncorrectable",
+    "pcie-degraded",
+    "fabric-manager-stopped",
+    "driver-mismatch",
+    "peermem-unloaded",
+    "nccl-socket-fallback",
+    "nvlink-down",
+    "persistence-off",
+    "mig-pending",
+    "thermal-throttle",
+    "dcgm-stopped",
+}
+
+
+def tool(state: NodeState, *argv: str, env: dict[str, str] | None = None) -> ToolResult:
+    return run_tool(list(argv), Session(state=state, env=env or {}))
+
+
+def facts(kind: str, state: NodeState, *argv: str, env: dict[str, str] | None = None) -> NodeFacts:
+    result = tool(state, *argv, env=env)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return parse(kind, result.stdout)
+
+
+def dcgm_results(state: NodeState, level: str) -> dict[str, str]:
+    diag = facts("dcgmi-diag", state, "dcgmi", "diag", "-r", level).dcgm_diag
+    assert diag is not None
+    return {t.name: t.result for t in diag.tests}
+
+
+def test_the_catalogue_has_every_required_fault_each_tied_to_a_real_check() -> None:
+    assert set(FAULTS) >= REQUIRED
+    for name, fault in FAULTS.items():
+        assert fault.name == name
+        assert fault.check in checks.REGISTRY, f"{name}: {fault.check} is not a catalogue check"
+        assert fault.description and fault.reversible
+
+
+# ---- one test per fault: what the tools say afterwards -----------------------------------------
+
+
+def _ib_port_down(state: NodeState) -> None:
+    ports = {p.ca: p for p in facts("ibstat", state, "ibstat").ib_ports or []}
+    assert (ports["mlx5_7"].state, ports["mlx5_7"].physical_state) == ("Down", "Polling")
+    assert all(p.state == "Active" for ca, p in ports.items() if ca != "mlx5_7")
+
+
+def _no_subnet_manager(state: NodeState) -> None:
+    ports = facts("ibstat", state, "ibstat").ib_ports or []
+    assert {(p.state, p.physical_state, p.base_lid, p.sm_lid) for p in ports} == {("Initializing", "LinkUp", 0, 0)}
+    assert state.sm_present is False
+
+
+def _ib_degraded_rate(state: NodeState) -> None:
+    rates = {p.ca: p.rate_gbps for p in facts("ibstat", state, "ibstat").ib_ports or []}
+    assert rates["mlx5_7"] == 200 and set(rates.values()) == {200, 400}
+    assert "200 Gb/sec (4X HDR)" in tool(state, "ibstatus", "mlx5_7").stdout
+
+
+def _xid(code: int) -> Callable[[NodeState], None]:
+    def verify(state: NodeState) -> None:
+        events = facts("dmesg", state, "dmesg").kernel_events or []
+        xids = [e for e in events if e.kind == "xid"]
+        assert [(e.code, bus_key(e.bus_id)) for e in xids] == [(code, bus_key(state.gpu(0).bus_id))]
+
+    return verify
+
+
+def _xid_79(state: NodeState) -> None:
+    _xid(79)(state)
+    assert state.gpu(0).lost
+    assert "'invalid device ordinal'" in tool(state, "all_reduce_perf", "-g", "8").stdout
+
+
+def _xid_48(state: NodeState) -> None:
+    _xid(48)(state)
+    assert dcgm_results(state, "2")["GPU Memory"] == "Fail"
+
+
+def _xid_74(state: NodeState) -> None:
+    _xid(74)(state)
+    assert sum(not link.active for link in state.gpu(0).nvlinks) == 1
+
+
+def _row_remap_pending(state: NodeState) -> None:
+    assert dcgm_results(state, "1")["Page Retirement/Row Remap"] == "Fail"
+    events = facts("dmesg", state, "dmesg").kernel_events or []
+    assert [e.code for e in events] == [63]  # "reset gpu to activate": a warning-level Xid
+
+
+def _ecc_uncorrectable(state: NodeState) -> None:
+    assert state.gpu(0).ecc.volatile_uncorrected == 2
+    assert dcgm_results(state, "2")["GPU Memory"] == "Fail"
+
+
+def _pcie_degraded(state: NodeState) -> None:
+    events = facts("dmesg", state, "dmesg").kernel_events or []
+    assert [(e.kind, bus_key(e.bus_id)) for e in events] == [("pcie_degraded", bus_key(state.gpu(0).bus_id))]
+    assert "limited by 32.0 GT/s PCIe x8 link" in events[0].message
+    assert (state.gpu(0).pcie_width_current, state.gpu(0).pcie_gen_current) == (8, 5)
+
+
+def _fabric_manager_stopped(state: NodeState) -> None:
+    (fm,) = facts("systemctl-show", state, *SHOW, "nvidia-fabricmanager.service").services or []
+    assert (fm.active_state, fm.result, fm.exec_main_status) == ("failed", "exit-code", 1)
+    assert {g.fabric_state for g in state.gpus} == {"In Progress"}
+    assert "'system not yet initialized'" in tool(state, "all_reduce_perf", "-g", "8").stdout
+    assert dcgm_results(state, "1")["CUDA Main Library"] == "Fail"
+
+
+def _driver_mismatch(state: NodeState) -> None:
+    driver = facts("driver-version", state, "cat", "/proc/driver/nvidia/version").driver
+    assert driver is not None and driver.kernel_module_version == "565.57.01"
+    assert state.driver.version == "565.89.01"
+    assert "NVRM: API mismatch: the client has the version 565.89.01, but" in tool(state, "dmesg").stdout
+
+
+def _peermem_unloaded(state: NodeState) -> None:
+    names = {m.name for m in facts("lsmod", state, "lsmod").modules or []}
+    assert "nvidia_peermem" not in names and "nvidia" in names
+    assert "Couldn't allocate MR" in tool(state, "ib_write_bw", "-d", "mlx5_0", "--use_cuda=0", "peer").stderr
+
+
+def _nccl_socket_fallback(state: NodeState) -> None:
+    run = facts("nccl-tests", state, "all_reduce_perf", "-g", "8", env={"NCCL_DEBUG": "INFO"}).nccl
+    assert run is not None and (run.debug.network, run.debug.ib_no_device) == ("Socket", True)
+
+
+def _nvlink_down(state: NodeState) -> None:
+    assert dcgm_results(state, "2")["PCIe"] == "Fail"
+    run = facts("nccl-tests", state, "all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "8").nccl
+    assert run is not None and (run.peak_busbw() or 0) < 30  # a GPU with no NVLink drags the ring to PCIe
+
+
+def _persistence_off(state: NodeState) -> None:
+    (service,) = facts("systemctl-show", state, *SHOW, "nvidia-persistenced.service").services or []
+    assert service.active_state == "inactive"
+    assert dcgm_results(state, "1")["Persistence Mode"] == "Fail"
+
+
+def _mig_pending(state: NodeState) -> None:
+    assert {(g.mig_mode_current, g.mig_mode_pending) for g in state.gpus} == {(False, True)}
+
+
+def _thermal_throttle(state: NodeState) -> None:
+    g = state.gpu(0)
+    assert "hw_thermal_slowdown" in g.throttle_reasons and "gpu_idle" not in g.throttle_reasons
+    assert g.temperature_slowdown_c is not None and g.temperature_c > g.temperature_slowdown_c
+    assert dcgm_results(state, "3")["Targeted Power"] == "Fail"
+
+
+def _dcgm_stopped(state: NodeState) -> None:
+    result = tool(state, "dcgmi", "diag", "-r", "1")
+    assert result.exit_code != 0 and "Unable to connect to host engine" in result.stdout
+
+
+VERIFY: dict[str, Callable[[NodeState], None]] = {
+    "ib-port-down": _ib_port_down,
+    "no-subnet-manager": _no_subnet_manager,
+    "ib-degraded-rate": _ib_degraded_rate,
+    "xid-79": _xid_79,
+    "xid-48": _xid_48,
+    "xid-74": _xid_74,
+    "row-remap-pending": _row_remap_pending,
+    "ecc-uncorrectable": _ecc_uncorrectable,
+    "pcie-degraded": _pcie_degraded,
+    "fabric-manager-stopped": _fabric_manager_stopped,
+    "driver-mismatch": _driver_mismatch,
+    "peermem-unloaded": _peermem_unloaded,
+    "nccl-socket-fallback": _nccl_socket_fallback,
+    "nvlink-down": _nvlink_down,
+    "persistence-off": _persistence_off,
+    "mig-pending": _mig_pending,
+    "thermal-throttle": _thermal_throttle,
+    "dcgm-stopped": _dcgm_stopped,
+}
+
+
+def test_every_fault_has_a_verification() -> None:
+    assert set(VERIFY) == set(FAULTS)
+
+
+@pytest.mark.parametrize("name", sorted(VERIFY))
+def test_fault_changes_what_the_tools_report(name: str) -> None:
+    state = load_fixture("hgx-h100")
+    FAULTS[name].apply(state)
+    VERIFY[name](state)
+
+
+def test_degraded_rate_on_hdr_is_100() -> None:
+    state = load_fixture("dgx-a100")
+    FAULTS["ib-degraded-rate"].apply(state, ca="mlx5_0")
+    rates = {p.ca: p.rate_gbps for p in facts("ibstat", state, "ibstat").ib_ports or []}
+    assert rates["mlx5_0"] == 100 and rates["mlx5_1"] == 200
+
+
+def test_options_choose_the_device() -> None:
+    state = load_fixture("hgx-h100")
+    FAULTS["xid-79"].apply(state, gpu=5)
+    assert [g.index for g in state.gpus if g.lost] == [5]
+    FAULTS["ib-port-down"].apply(state, ca="mlx5_2")
+    assert state.hca("mlx5_2").ports[0].state == "Down"
+    FAULTS["nvlink-down"].apply(state, gpu=3, links=4)
+    assert sum(not link.active for link in state.gpu(3).nvlinks) == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("xid-79", {"gpu": 12}, "no GPU 12"),
+        ("ib-port-down", {"ca": "mlx5_42"}, "no HCA mlx5_42"),
+        ("xid-79", {"bogus": 1}, "unknown option bogus"),
+        ("pcie-degraded", {"width": 16}, "not below"),
+    ],
+)
+def test_bad_options_are_input_errors(name: str, options: dict[str, object], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        FAULTS[name].apply(load_fixture("hgx-h100"), **options)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("nvlink-down", "has no NVLink"),
+        ("mig-pending", "no GPU with MIG support"),
+        ("fabric-manager-stopped", "not installed"),
+        ("no-subnet-manager", "no InfiniBand port"),
+    ],
+)
+def test_faults_that_do_not_exist_on_a_pcie_box_say_so(name: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        FAULTS[name].apply(load_fixture("pcie-l40s"))
+
+
+def test_unknown_fault_suggests_the_closest() -> None:
+    with pytest.raises(InputError, match="did you mean xid-79"):
+        faults.get("xid-97")
+
+
+def test_inject_and_repair_a_state_file(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    save_state(load_fixture("hgx-h100"), path)
+    message = faults.inject(path, "peermem-unloaded")
+    assert "peermem-unloaded" in message and "ib.peermem" in message
+    assert not load_state(path).module_loaded("nvidia_peermem")
+    faults.repair(path, "peermem-unloaded")
+    assert load_state(path).module_loaded("nvidia_peermem")
+
+
+def test_revert_restores_the_fixture_values() -> None:
+    state = load_fixture("hgx-h100")
+    healthy = load_fixture("hgx-h100")
+    for name in (
+        "ib-port-down",
+        "no-subnet-manager",
+        "ib-degraded-rate",
+        "fabric-manager-stopped",
+        "persistence-off",
+        "nccl-socket-fallback",
+        "thermal-throttle",
+        "dcgm-stopped",
+    ):
+        FAULTS[name].apply(state)
+        FAULTS[name].revert(state)
+    assert state.ib_hcas == healthy.ib_hcas
+    assert state.services == healthy.services
+    assert state.nccl_env == healthy.nccl_env
+    assert state.gpus == healthy.gpus
+    assert state.sm_present

@@ -1,0 +1,148 @@
+"""The simulated ibstat, ibstatus, ibv_devinfo and ib_write_bw: their output parses with the foundation
+parsers and says what the node state says."""
+
+from __future__ import annotations
+
+import pytest
+
+from assessor.facts import NodeFacts
+from assessor.parsers import parse
+from assessor.sim.fixtures import load_fixture
+from assessor.sim.state import NodeState
+from assessor.sim.tools import Session, ToolResult, run_tool
+
+
+def run(state: NodeState, *argv: str, **session: object) -> ToolResult:
+    return run_tool(list(argv), Session(state=state, **session))  # type: ignore[arg-type]
+
+
+def parsed(kind: str, result: ToolResult) -> NodeFacts:
+    assert result.exit_code == 0, result.stderr
+    return parse(kind, result.stdout)
+
+
+@pytest.fixture
+def h100() -> NodeState:
+    return load_fixture("hgx-h100")
+
+
+def test_ibstat_lists_every_hca_port_as_the_state_has_it(h100: NodeState) -> None:
+    ports = parsed("ibstat", run(h100, "ibstat")).ib_ports
+    assert ports is not None
+    assert [p.ca for p in ports] == [h.name for h in h100.ib_hcas]
+    for port, hca in zip(ports, h100.ib_hcas, strict=True):
+        want = hca.ports[0]
+        assert (port.state, port.physical_state, port.rate_gbps, port.link_layer) == (
+            "Active",
+            "LinkUp",
+            400.0,
+            "InfiniBand",
+        )
+        assert (port.ca_type, port.firmware, port.node_guid) == (hca.ca_type, hca.firmware, hca.node_guid)
+        assert (port.base_lid, port.sm_lid) == (want.base_lid, want.sm_lid)
+
+
+def test_ibstat_port_polling_is_down(h100: NodeState) -> None:
+    port = h100.hca("mlx5_5").ports[0]
+    port.state, port.physical_state, port.rate_gbps = "Down", "Polling", 10
+    ports = {p.ca: p for p in parsed("ibstat", run(h100, "ibstat")).ib_ports or []}
+    assert (ports["mlx5_5"].state, ports["mlx5_5"].physical_state, ports["mlx5_5"].rate_gbps) == ("Down", "Polling", 10)
+    assert ports["mlx5_4"].state == "Active"
+
+
+def test_ibstat_names_one_ca_and_lists_names(h100: NodeState) -> None:
+    ports = parsed("ibstat", run(h100, "ibstat", "mlx5_3")).ib_ports
+    assert [p.ca for p in ports or []] == ["mlx5_3"]
+    assert run(h100, "ibstat", "-l").stdout.split() == [h.name for h in h100.ib_hcas]
+
+
+def test_ibstat_unknown_ca_panics_with_exit_255(h100: NodeState) -> None:
+    result = run(h100, "ibstat", "mlx5_42")
+    assert result.exit_code == 255
+    assert result.stdout == ""
+    assert "ibpanic:" in result.stderr and "'mlx5_42'" in result.stderr
+
+
+def test_ibstatus_reads_the_same_ports_as_ibstat(h100: NodeState) -> None:
+    h100.hca("mlx5_2").ports[0].state = "Initializing"
+    from_ibstatus = parsed("ibstat", run(h100, "ibstatus")).ib_ports or []
+    from_ibstat = parsed("ibstat", run(h100, "ibstat")).ib_ports or []
+    assert [
+        (p.ca, p.state, p.physical_state, p.rate_gbps, p.base_lid, p.sm_lid, p.link_layer) for p in from_ibstatus
+    ] == [(p.ca, p.state, p.physical_state, p.rate_gbps, p.base_lid, p.sm_lid, p.link_layer) for p in from_ibstat]
+    assert "rate:\t\t 400 Gb/sec (4X NDR)" in run(h100, "ibstatus", "mlx5_0").stdout
+
+
+def test_ibv_devinfo_devices_match_the_hcas(h100: NodeState) -> None:
+    devices = parsed("ibv-devinfo", run(h100, "ibv_devinfo")).ib_devices or []
+    assert [d.hca_id for d in devices] == [h.name for h in h100.ib_hcas]
+    first, hca = devices[0], h100.ib_hcas[0]
+    assert (first.fw_ver, first.vendor_part_id, first.board_id, first.phys_port_cnt) == (
+        hca.firmware,
+        4129,
+        hca.board_id,
+        1,
+    )
+    assert first.node_guid == ":".join(hca.node_guid[2:][i : i + 4] for i in range(0, 16, 4))
+    assert (first.ports[0].state, first.ports[0].base_lid, first.ports[0].link_layer) == (
+        "Active",
+        hca.ports[0].base_lid,
+        "InfiniBand",
+    )
+    assert first.ports[0].rate_gbps is None  # only -v prints width and speed
+
+
+def test_ibv_devinfo_verbose_rate_follows_a_degraded_port(h100: NodeState) -> None:
+    port = h100.hca("mlx5_1").ports[0]
+    port.rate_gbps, port.speed = 200, "HDR"
+    devices = {d.hca_id: d for d in parsed("ibv-devinfo", run(h100, "ibv_devinfo", "-v")).ib_devices or []}
+    assert devices["mlx5_0"].ports[0].rate_gbps == 400.0
+    assert devices["mlx5_1"].ports[0].rate_gbps == 200.0
+    assert devices["mlx5_1"].ports[0].physical_state == "LinkUp"
+
+
+def test_ibv_devinfo_unknown_device_is_refused(h100: NodeState) -> None:
+    result = run(h100, "ibv_devinfo", "-d", "mlx5_99")
+    assert (result.exit_code, result.stderr) == (255, "IB device 'mlx5_99' wasn't found\n")
+
+
+@pytest.mark.parametrize(("fixture", "threshold"), [("hgx-h100", 380), ("dgx-a100", 180), ("hgx-h200", 360)])
+def test_ib_write_bw_gpudirect_meets_the_profile_threshold(fixture: str, threshold: float) -> None:
+    state = load_fixture(fixture)
+    ca = state.ib_hcas[0].name
+    result = run(state, "ib_write_bw", "-d", ca, "--report_gbits", "-s", "8388608", "--use_cuda=0", "peer01")
+    bw = parsed("ib-write-bw", result).ib_write_bw
+    assert bw is not None and bw.device == ca and bw.link_type == "IB" and bw.unit == "Gb/sec"
+    average = bw.average_gbits()
+    assert average is not None and threshold <= average <= state.ib_hcas[0].ports[0].rate_gbps
+
+
+def test_ib_write_bw_sweep_rises_with_size_and_reports_mb_without_gbits(h100: NodeState) -> None:
+    bw = parsed("ib-write-bw", run(h100, "ib_write_bw", "-a", "-d", "mlx5_0", "peer01")).ib_write_bw
+    assert bw is not None and bw.unit == "MB/sec"
+    averages = [r.bw_average or 0 for r in bw.rows]
+    assert [r.size_bytes for r in bw.rows][:3] == [2, 4, 8]
+    assert averages == sorted(averages)
+    assert 380 <= (bw.average_gbits() or 0) <= 400  # MB/s converted back to Gb/s
+
+
+def test_ib_write_bw_is_bound_by_a_degraded_rate(h100: NodeState) -> None:
+    h100.hca("mlx5_0").ports[0].rate_gbps = 200
+    bw = parsed("ib-write-bw", run(h100, "ib_write_bw", "-d", "mlx5_0", "-R", "-s", "8388608", "peer01")).ib_write_bw
+    assert bw is not None and (bw.average_gbits() or 0) < 200
+
+
+def test_ib_write_bw_refuses_a_port_that_is_not_active(h100: NodeState) -> None:
+    h100.hca("mlx5_0").ports[0].state = "Down"
+    result = run(h100, "ib_write_bw", "-d", "mlx5_0", "peer01")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "Port number 1 state is Down" in result.stderr
+
+
+def test_ib_write_bw_gpudirect_needs_nvidia_peermem(h100: NodeState) -> None:
+    h100.modules = [m for m in h100.modules if m.name != "nvidia_peermem"]
+    result = run(h100, "ib_write_bw", "-d", "mlx5_0", "--use_cuda=0", "peer01")
+    assert result.exit_code == 1
+    assert "Couldn't allocate MR" in result.stderr
+    # Host memory still works without it.
+    assert run(h100, "ib_write_bw", "-d", "mlx5_0", "peer01").exit_code == 0

@@ -1,0 +1,581 @@
+"""The simulated nvidia-smi: its outputs parse with our own parsers into the facts the state holds, and it
+refuses what the real one refuses, with the real messages (corpus/nvml/mig_*.txt, the MIG User Guide)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assessor.errors import ParseError
+from assessor.parsers import nvidia_smi_list, nvidia_smi_mig, nvidia_smi_topo, nvidia_smi_xml
+from assessor.sim import mig
+from assessor.sim.fixtures import fixture_names, load_fixture
+from assessor.sim.state import GpuProcess, NodeState, load_state, save_state
+from assessor.sim.tools import Session, ToolResult, run_tool
+from tests.conftest import read_corpus
+
+FIXTURES = fixture_names()
+
+
+def smi(session: Session, *args: str) -> ToolResult:
+    return run_tool(["nvidia-smi", *args], session)
+
+
+def fresh(name: str, euid: int = 0) -> Session:
+    return Session(state=load_fixture(name), euid=euid)
+
+
+def state_of(session: Session) -> NodeState:
+    return session.read()
+
+
+def test_fixtures_are_present() -> None:
+    assert {"dgx-a100", "hgx-h100", "pcie-l40s"} <= set(FIXTURES)
+
+
+# ---------------------------------------------------------------- -q -x
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_xml_parses_into_the_facts_the_state_holds(name: str) -> None:
+    session = fresh(name)
+    out = smi(session, "-q", "-x")
+    assert out.exit_code == 0
+    assert '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">' in out.stdout
+    facts = nvidia_smi_xml.parse(out.stdout)
+    state = state_of(session)
+    assert facts.driver is not None
+    assert facts.driver.version == state.driver.version
+    assert facts.driver.cuda_version == state.driver.cuda_version
+    assert facts.gpus is not None and len(facts.gpus) == len(state.gpus)
+    for fact, gpu in zip(facts.gpus, state.gpus, strict=True):
+        assert (fact.name, fact.uuid, fact.serial, fact.bus_id) == (gpu.name, gpu.uuid, gpu.serial, gpu.bus_id)
+        assert fact.architecture == gpu.architecture
+        assert fact.memory_total_mib == gpu.memory_total_mib
+        assert fact.persistence_mode == gpu.persistence_mode
+        assert (fact.ecc_mode_current, fact.ecc_mode_pending) == (gpu.ecc_mode_current, gpu.ecc_mode_pending)
+        assert fact.ecc_volatile_uncorrected == gpu.ecc.volatile_uncorrected
+        assert fact.ecc_aggregate_corrected == gpu.ecc.aggregate_corrected
+        rows = gpu.remapped_rows
+        assert rows is not None
+        assert (fact.remap_correctable, fact.remap_uncorrectable) == (rows.correctable, rows.uncorrectable)
+        assert (fact.remap_pending, fact.remap_failure) == (rows.pending, rows.failure)
+        assert (fact.pcie_gen_current, fact.pcie_gen_max) == (gpu.pcie_gen_current, gpu.pcie_gen_max)
+        assert (fact.pcie_width_current, fact.pcie_width_max) == (gpu.pcie_width_current, gpu.pcie_width_max)
+        assert fact.temperature_c == gpu.temperature_c
+        assert fact.temperature_slowdown_c == gpu.temperature_slowdown_c
+        assert fact.temperature_shutdown_c == gpu.temperature_shutdown_c
+        assert fact.power_draw_w == pytest.approx(gpu.power_draw_w)
+        assert fact.power_limit_w == pytest.approx(gpu.power_limit_w)
+        assert fact.throttle_reasons == gpu.throttle_reasons
+        want_mig = gpu.mig_mode_current if gpu.mig_supported else None
+        assert fact.mig_mode_current == want_mig
+        assert fact.fabric_state == gpu.fabric_state
+        assert fact.fabric_status == gpu.fabric_status
+        assert fact.compute_mode == gpu.compute_mode
+
+
+def test_xml_carries_a_faulted_gpu_as_it_is() -> None:
+    session = fresh("hgx-h100")
+    gpu = state_of(session).gpu(3)
+    gpu.ecc.volatile_uncorrected = 2
+    gpu.ecc.aggregate_corrected = 17
+    assert gpu.remapped_rows is not None
+    gpu.remapped_rows.uncorrectable = 1
+    gpu.remapped_rows.pending = True
+    gpu.pcie_gen_current, gpu.pcie_width_current = 3, 8
+    gpu.throttle_reasons = ["hw_slowdown", "hw_thermal_slowdown", "display_clock_setting"]
+    gpu.fabric_state, gpu.fabric_status = "In Progress", "NVML_ERROR_NOT_READY"
+    gpu.persistence_mode = False
+    gpu.ecc_mode_pending = False
+    fact = nvidia_smi_xml.parse(smi(session, "-q", "-x").stdout).gpus[3]  # type: ignore[index]
+    assert (fact.ecc_volatile_uncorrected, fact.ecc_aggregate_corrected) == (2, 17)
+    assert (fact.remap_uncorrectable, fact.remap_pending) == (1, True)
+    assert (fact.pcie_gen_current, fact.pcie_width_current) == (3, 8)
+    assert fact.throttle_reasons == ["hw_slowdown", "hw_thermal_slowdown", "display_clock_setting"]
+    assert (fact.fabric_state, fact.fabric_status) == ("In Progress", "NVML_ERROR_NOT_READY")
+    assert fact.persistence_mode is False
+    assert (fact.ecc_mode_current, fact.ecc_mode_pending) == (True, False)
+
+
+def test_xml_hides_row_remapping_in_mig_mode_as_the_driver_does(corpus: object) -> None:
+    # Both MIG-mode captures in the corpus print <remapped_rows>N/A</remapped_rows>.
+    assert "<remapped_rows>N/A</remapped_rows>" in read_corpus("nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml")
+    session = fresh("dgx-a100")
+    state_of(session).gpu(0).mig_mode_current = True
+    state_of(session).gpu(0).mig_mode_pending = True
+    gpus = nvidia_smi_xml.parse(smi(session, "-q", "-x").stdout).gpus
+    assert gpus is not None
+    assert (gpus[0].mig_mode_current, gpus[0].remap_pending) == (True, None)
+    assert (gpus[1].mig_mode_current, gpus[1].remap_pending) == (False, False)
+
+
+def test_xml_of_one_gpu_by_index_bus_id_and_uuid() -> None:
+    session = fresh("hgx-h100")
+    gpu = state_of(session).gpu(5)
+    for ident in ("5", gpu.bus_id, "AB:00.0", gpu.uuid):
+        gpus = nvidia_smi_xml.parse(smi(session, "-i", ident, "-q", "-x").stdout).gpus
+        assert gpus is not None
+        assert [g.uuid for g in gpus] == [gpu.uuid], ident
+    pair = nvidia_smi_xml.parse(smi(session, "-q", "-x", "--id=1,6").stdout).gpus
+    assert pair is not None
+    assert [g.bus_id for g in pair] == ["00000000:2A:00.0", "00000000:BA:00.0"]
+
+
+def test_an_unknown_gpu_id_finds_no_devices() -> None:
+    out = smi(fresh("hgx-h100"), "-i", "9", "-q")
+    assert (out.exit_code, out.stdout) == (6, "No devices were found\n")
+
+
+# ---------------------------------------------------------------- -L, -q, --query-gpu
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_list_parses_into_every_gpu(name: str) -> None:
+    session = fresh(name)
+    facts = nvidia_smi_list.parse(smi(session, "-L").stdout)
+    assert facts.gpus is not None
+    assert [(g.index, g.name, g.uuid) for g in facts.gpus] == [
+        (g.index, g.name, g.uuid) for g in state_of(session).gpus
+    ]
+
+
+def test_query_text_reports_persistence_and_mig_like_the_corpus_layout() -> None:
+    out = smi(fresh("hgx-h100"), "-i", "0", "-q").stdout
+    sample = read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt").splitlines()
+    for line in (
+        "    Product Name                          : NVIDIA H100 80GB HBM3",
+        "    Persistence Mode                      : Enabled",
+        "        Current                           : Disabled",
+        "                Max                       : 16x",
+        "        Bus Id                            : 00000000:18:00.0",
+    ):
+        assert line in sample
+        assert line in out.splitlines()
+    assert "GPU 00000000:18:00.0" in out.splitlines()
+
+
+def test_query_gpu_csv_with_units_header_and_nounits() -> None:
+    session = fresh("hgx-h100")
+    out = smi(
+        session, "-i", "0", "--query-gpu=index,pci.bus_id,memory.total,power.draw,mig.mode.current", "--format=csv"
+    )
+    assert out.stdout.splitlines() == [
+        "index, pci.bus_id, memory.total [MiB], power.draw [W], mig.mode.current",
+        "0, 00000000:18:00.0, 81559 MiB, 100.89 W, Disabled",
+    ]
+    bare = smi(
+        session,
+        "--query-gpu=index,memory.total,clocks_throttle_reasons.active,pcie.link.width.current",
+        "--format=csv,noheader,nounits",
+    )
+    assert bare.stdout.splitlines()[7] == "7, 81559, 0x0000000000000001, 16"
+
+
+def test_query_gpu_matches_the_corpus_forms() -> None:
+    # corpus nvml/query_gpu_csv_mig_mode.txt: "pci.bus_id, mig.mode.current" then "<bus>, Enabled".
+    session = fresh("dgx-a100")
+    smi(session, "-i", "0", "-mig", "1")
+    out = smi(session, "-i", "0", "--query-gpu=pci.bus_id,mig.mode.current", "--format=csv")
+    sample = read_corpus("nvml/query_gpu_csv_mig_mode.txt").splitlines()
+    assert out.stdout.splitlines()[0] == sample[1]
+    assert out.stdout.splitlines()[1] == "00000000:07:00.0, Enabled"
+    l40s = smi(
+        fresh("pcie-l40s"),
+        "-i",
+        "0",
+        "--query-gpu=name,pci.device_id,mig.mode.current,ecc.mode.current",
+        "--format=csv,noheader",
+    )
+    assert l40s.stdout == "NVIDIA L40S, 0x26B910DE, [N/A], Enabled\n"
+
+
+def test_query_gpu_refuses_an_unknown_field() -> None:
+    out = smi(fresh("hgx-h100"), "--query-gpu=index,bogus.field", "--format=csv")
+    assert out.exit_code == 2
+    assert out.stdout.startswith('Field "bogus.field" is not a valid field to query.')
+
+
+@pytest.mark.parametrize(
+    "args", [["--bogus"], ["-x"], ["-L", "-q"], ["--query-gpu=index"], ["-pm"], ["-pm", "2"], ["topo", "-x"]]
+)
+def test_bad_command_lines_get_the_usage_error(args: list[str]) -> None:
+    out = smi(fresh("hgx-h100"), *args)
+    assert out.exit_code == 2
+    assert out.stdout == "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
+
+
+# ---------------------------------------------------------------- the default table
+
+
+def test_default_table_has_the_corpus_shape_on_hgx_h100(corpus: object) -> None:
+    table = smi(fresh("hgx-h100")).stdout.splitlines()
+    sample = read_corpus("nvml/nvidia_smi_default_8xH100_SXM.txt").splitlines()
+    # The first line is the time of the run; the rest is the corpus capture, character for character.
+    assert table[1:] == sample
+    assert all(len(line) == 91 for line in table[1:] if line.startswith(("+", "|")))
+
+
+def test_default_table_shows_mig_devices_and_processes() -> None:
+    session = fresh("dgx-a100")
+    smi(session, "-i", "0", "-mig", "1")
+    smi(session, "mig", "-i", "0", "-cgi", "9", "-C")
+    state_of(session).gpu(1).processes = [GpuProcess(pid=4242, name="python3", used_memory_mib=1024)]
+    lines = smi(session).stdout.splitlines()
+    row = lines.index("|   0  NVIDIA A100-SXM4-40GB          On  |   00000000:07:00.0 Off |                   On |")
+    assert lines[row + 1].endswith("|     N/A      Default |")
+    assert lines[row + 2].endswith("|              Enabled |")
+    assert "| MIG devices:" in "\n".join(lines)
+    assert "|  0    2   0   0  |               0MiB / 20091MiB    | 42      0 |  3   0    2    0    0 |" in lines
+    assert "|    1   N/A  N/A      4242      C   python3" in "\n".join(lines)
+    assert all(len(line) == 91 for line in lines[1:] if line.startswith(("+", "|")))
+
+
+# ---------------------------------------------------------------- topo -m
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_topo_parses_into_the_state_topology(name: str) -> None:
+    session = fresh(name)
+    state = state_of(session)
+    topo = nvidia_smi_topo.parse(smi(session, "topo", "-m").stdout).topology
+    assert topo is not None
+    gpus = [f"GPU{g.index}" for g in state.gpus]
+    nics = [f"NIC{i}" for i in range(len(state.ib_hcas))]
+    assert topo.devices == gpus + nics
+    assert sorted(topo.nic_names.values()) == sorted(h.name for h in state.ib_hcas)
+    for g in state.gpus:
+        assert topo.matrix[f"GPU{g.index}"][f"GPU{g.index}"] == "X"
+        assert topo.cpu_affinity[f"GPU{g.index}"] == g.cpu_affinity
+        assert topo.numa_affinity[f"GPU{g.index}"] == str(g.numa_node)
+    for nic, hca_name in topo.nic_names.items():
+        hca = state.hca(hca_name)
+        for g in state.gpus:
+            cell = topo.matrix[f"GPU{g.index}"][nic]
+            assert cell == topo.matrix[nic][f"GPU{g.index}"]
+            if hca.pcie_switch == g.pcie_switch:
+                assert cell == "PXB"
+            elif hca.numa_node == g.numa_node:
+                assert cell == "NODE"
+            else:
+                assert cell == "SYS"
+
+
+def test_topo_counts_nvlinks_through_nvswitch_like_the_real_systems() -> None:
+    h100 = nvidia_smi_topo.parse(smi(fresh("hgx-h100"), "topo", "-m").stdout).topology
+    a100 = nvidia_smi_topo.parse(smi(fresh("dgx-a100"), "topo", "-m").stdout).topology
+    l40s = nvidia_smi_topo.parse(smi(fresh("pcie-l40s"), "topo", "-m").stdout).topology
+    assert h100 is not None and a100 is not None and l40s is not None
+    assert {h100.matrix["GPU0"][f"GPU{i}"] for i in range(1, 8)} == {"NV18"}
+    # corpus nvidia_smi_topo/01: DGX A100 is NV12 everywhere, GPU0 PXB to NIC0 and NIC1.
+    assert {a100.matrix["GPU2"][f"GPU{i}"] for i in (0, 1, 3, 7)} == {"NV12"}
+    assert (a100.matrix["GPU0"]["NIC0"], a100.matrix["GPU0"]["NIC1"], a100.matrix["GPU0"]["NIC2"]) == (
+        "PXB",
+        "PXB",
+        "SYS",
+    )
+    assert not any(cell.startswith("NV") for row in l40s.matrix.values() for cell in row.values())
+
+
+def test_topo_shows_fewer_nvlinks_when_one_is_down() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpu(2).nvlinks[5].active = False
+    topo = nvidia_smi_topo.parse(smi(session, "topo", "-m").stdout).topology
+    assert topo is not None
+    assert topo.matrix["GPU2"]["GPU6"] == "NV17"
+    assert topo.matrix["GPU1"]["GPU6"] == "NV18"
+
+
+def test_topo_prints_the_legend_and_nic_legend() -> None:
+    out = smi(fresh("dgx-a100"), "topo", "-m").stdout
+    legend = read_corpus("nvml/topo_m_legend_and_2gpu_nvlink.txt").splitlines()
+    start = legend.index("Legend:")
+    assert "\n".join(legend[start : start + 9]) in out
+    assert "NIC Legend:\n\n  NIC0: mlx5_0\n" in out
+    assert out.splitlines()[0].startswith("\tGPU0\tGPU1")
+
+
+# ---------------------------------------------------------------- persistence mode
+
+
+def test_persistence_toggle_round_trips_through_xml() -> None:
+    session = fresh("hgx-h100")
+    off = smi(session, "-i", "0", "-pm", "0")
+    assert (off.exit_code, off.stdout) == (0, "Disabled persistence mode for GPU 00000000:18:00.0.\nAll done.\n")
+    gpus = nvidia_smi_xml.parse(smi(session, "-q", "-x").stdout).gpus
+    assert gpus is not None
+    assert [g.persistence_mode for g in gpus] == [False] + [True] * 7
+    again = smi(session, "-i", "0", "-pm", "0")
+    assert again.stdout == "Persistence mode is already Disabled for GPU 00000000:18:00.0.\nAll done.\n"
+    on = smi(session, "-i", "0", "--persistence-mode=1")
+    assert on.stdout == "Enabled persistence mode for GPU 00000000:18:00.0.\nAll done.\n"
+    assert nvidia_smi_xml.parse(smi(session, "-q", "-x").stdout).gpus[0].persistence_mode is True  # type: ignore[index]
+
+
+def test_persistence_change_needs_root() -> None:
+    session = fresh("hgx-h100", euid=1000)
+    out = smi(session, "-pm", "0")
+    assert out.exit_code == 4
+    assert "Insufficient Permissions" in out.stdout
+    assert all(g.persistence_mode for g in state_of(session).gpus)
+
+
+def test_persistence_change_is_written_to_the_state_file(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    save_state(load_fixture("hgx-h100"), path)
+    out = run_tool(["nvidia-smi", "-i", "3", "-pm", "0"], Session(path=path))
+    assert out.exit_code == 0
+    assert load_state(path).gpu(3).persistence_mode is False
+    assert load_state(path).gpu(2).persistence_mode is True
+
+
+# ---------------------------------------------------------------- MIG mode and the MIG walk (A100, the guide)
+
+
+def test_mig_enable_needs_root() -> None:
+    session = fresh("dgx-a100", euid=1000)
+    out = smi(session, "-i", "0", "-mig", "1")
+    assert out.exit_code == 4
+    assert out.stdout == (
+        "Unable to enable MIG Mode for GPU 00000000:07:00.0: Insufficient Permissions\n"
+        "Terminating early due to previous errors.\n"
+    )
+    assert state_of(session).gpu(0).mig_mode_pending is False
+
+
+def test_mig_walk_on_a100_follows_the_guide() -> None:
+    session = fresh("dgx-a100")
+    enabled = smi(session, "-i", "0", "-mig", "1")
+    # corpus nvml/mig_enable_messages.txt (DGX case, clients stopped)
+    assert (enabled.exit_code, enabled.stdout) == (0, "Enabled MIG Mode for GPU 00000000:07:00.0\nAll done.\n")
+    assert state_of(session).gpu(0).mig_mode_current is True
+    assert state_of(session).gpu(1).mig_mode_current is False
+
+    # corpus nvml/mig_cgi_create_messages_A100_40GB.txt: the ordering failure, instances made before it stay
+    failed = smi(session, "mig", "-cgi", "19,19,14,9")
+    sample = read_corpus("nvml/mig_cgi_create_messages_A100_40GB.txt").splitlines()
+    start = sample.index("$ sudo nvidia-smi mig -cgi 19,19,14,9")
+    assert failed.stdout.splitlines() == sample[start + 1 : start + 6]
+    assert failed.exit_code != 0
+    assert failed.exit_code == mig.MigResult([], [], mig.INSUFFICIENT_RESOURCES).exit_code
+    assert len(state_of(session).gpu(0).mig_instances) == 3
+
+    smi(session, "mig", "-dgi")
+    assert state_of(session).gpu(0).mig_instances == []
+    created = smi(session, "mig", "-cgi", "9,19,14,19", "-C")
+    assert created.exit_code == 0
+    assert created.stdout.splitlines()[0] == (
+        "Successfully created GPU instance ID  2 on GPU  0 using profile MIG 3g.20gb (ID  9)"
+    )
+    lgi = smi(session, "mig", "-lgi")
+    instances = nvidia_smi_mig.parse_lgi(lgi.stdout).mig_instances
+    assert instances is not None
+    placements = {(i.profile_id, i.gi_id): (i.placement_start, i.placement_size) for i in instances}
+    # the guide: 3g.20gb at 4:4, 1g.5gb at 0:1 and 1:1, 2g.10gb at 2:2
+    assert placements == {(9, 2): (4, 4), (19, 7): (0, 1), (14, 4): (2, 2), (19, 8): (1, 1)}
+    state_gis = {(gi.profile_id, gi.gi_id): (gi.start, gi.size) for gi in state_of(session).gpu(0).mig_instances}
+    assert state_gis == placements
+
+    refused = smi(session, "mig", "-dgi", "-gi", "2")
+    assert refused.exit_code != 0
+    assert "Unable to destroy GPU instance ID  2 from GPU  0: In use by another client" in refused.stdout
+    assert smi(session, "mig", "-dci", "-gi", "2").exit_code == 0
+    gone = smi(session, "mig", "-dgi", "-gi", "2")
+    assert gone.stdout == "Successfully destroyed GPU instance ID  2 from GPU  0\n"
+    assert {gi.gi_id for gi in state_of(session).gpu(0).mig_instances} == {4, 7, 8}
+
+    no_disable = smi(session, "-i", "0", "-mig", "0")
+    assert no_disable.stdout.startswith("Unable to disable MIG Mode for GPU 00000000:07:00.0: In use by another client")
+    assert state_of(session).gpu(0).mig_mode_current is True
+
+    reset = smi(session, "-i", "0", "-r")
+    assert reset.stdout == "GPU 00000000:07:00.0 was successfully reset.\nAll done.\n"
+    assert state_of(session).gpu(0).mig_instances == []
+    assert state_of(session).gpu(0).mig_mode_current is True  # the mode survives, the instances do not
+    empty = smi(session, "mig", "-lgi")
+    assert empty.stdout == "No GPU instances found: Not Found\n"
+    assert nvidia_smi_mig.parse_lgi(empty.stdout).mig_instances == []
+
+
+def test_mig_listings_parse_and_match_the_profiles() -> None:
+    session = fresh("dgx-a100")
+    smi(session, "-i", "0", "-mig", "1")
+    smi(session, "mig", "-cgi", "9,9")
+    profiles = nvidia_smi_mig.parse_lgip(smi(session, "mig", "-lgip").stdout).mig_profiles
+    assert profiles is not None
+    by_id = {p.profile_id: p for p in profiles}
+    assert (by_id[9].name, by_id[9].instances_free, by_id[9].instances_total) == ("3g.20gb", 0, 2)
+    assert (by_id[19].instances_free, by_id[19].instances_total) == (0, 7)
+    assert by_id[0].memory_gib == pytest.approx(39.5)
+    placements = nvidia_smi_mig.parse_lgipp(smi(session, "mig", "-lgipp").stdout).mig_profiles
+    assert placements is not None
+    guide = nvidia_smi_mig.parse_lgipp("\n".join(read_corpus("nvml/mig_lgipp_A100_guide.txt").splitlines()[1:]))
+    assert guide.mig_profiles is not None
+    assert [(p.profile_id, p.placements) for p in placements] == [
+        (p.profile_id, p.placements) for p in guide.mig_profiles
+    ]
+    cis = smi(session, "mig", "-lci")
+    assert cis.stdout == "No compute instances found: Not Found\n"
+    assert smi(session, "mig", "-cci", "-gi", "1").exit_code == 0
+    assert "MIG 3g.20gb" in smi(session, "mig", "-lci", "-gi", "1").stdout
+
+
+def test_mig_commands_need_mig_mode() -> None:
+    a100 = smi(fresh("dgx-a100"), "mig", "-lgi")
+    assert (a100.exit_code, a100.stdout) == (6, "No MIG-enabled devices found.\n")
+    assert nvidia_smi_mig.parse_lgi(a100.stdout).mig_instances == []
+    assert smi(fresh("dgx-a100"), "mig", "-cgi", "9").stdout == "No MIG-enabled devices found.\n"
+    assert smi(fresh("pcie-l40s"), "mig", "-lgip").stdout == "No MIG-supported devices found.\n"
+
+
+def test_mig_instance_changes_need_root() -> None:
+    session = fresh("dgx-a100")
+    smi(session, "-mig", "1")
+    session.euid = 1000
+    out = smi(session, "mig", "-i", "0", "-cgi", "19")
+    assert out.exit_code == 4
+    assert out.stdout.splitlines()[-1] == "Failed to create GPU instances: Insufficient Permissions"
+    assert state_of(session).gpu(0).mig_instances == []
+
+
+def test_mig_mode_refused_on_l40s() -> None:
+    session = fresh("pcie-l40s")
+    named = smi(session, "-i", "0", "-mig", "1")
+    assert named.exit_code == 3
+    assert named.stdout.splitlines()[0] == "Unable to enable MIG Mode for GPU 00000000:21:00.0: Not Supported"
+    every = smi(session, "-mig", "1")
+    assert every.stdout.splitlines()[:2] == [
+        "Unable to enable MIG Mode for GPU 00000000:21:00.0: Not Supported",
+        "Treating as warning and moving on.",
+    ]
+    assert every.stdout.endswith("All done.\n")
+    assert not any(g.mig_mode_pending or g.mig_mode_current for g in state_of(session).gpus)
+
+
+def test_mig_mode_stays_pending_while_a_client_holds_an_a100() -> None:
+    session = fresh("dgx-a100")
+    state_of(session).gpu(0).mig_reset_blocked_by = ["nvidia-dcgm.service (nv-hostengine)"]
+    out = smi(session, "-i", "0", "-mig", "1")
+    assert out.exit_code == 0
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Warning: MIG mode is in pending enable state for GPU 00000000:07:00.0:In use by another client"
+    assert lines[1].startswith("00000000:07:00.0 is currently being used by one or more other processes")
+    assert lines[-1] == "All done."
+    gpu = state_of(session).gpu(0)
+    assert (gpu.mig_mode_current, gpu.mig_mode_pending) == (False, True)
+    facts = nvidia_smi_xml.parse(smi(session, "-i", "0", "-q", "-x").stdout).gpus
+    assert facts is not None
+    assert (facts[0].mig_mode_current, facts[0].mig_mode_pending) == (False, True)
+    busy = smi(session, "-i", "0", "-r")
+    assert busy.exit_code != 0
+    assert busy.stdout.splitlines()[:2] == [
+        "The following GPUs could not be reset:",
+        "  GPU 00000000:07:00.0: In use by another client",
+    ]
+    gpu.mig_reset_blocked_by = []
+    assert smi(session, "-i", "0", "-r").exit_code == 0
+    assert (gpu.mig_mode_current, gpu.mig_mode_pending) == (True, True)
+
+
+def test_mig_mode_in_a_passthrough_vm_waits_for_a_reboot() -> None:
+    session = fresh("dgx-a100")
+    state_of(session).gpu(0).passthrough = True
+    out = smi(session, "-i", "0", "-mig", "1")
+    sample = read_corpus("nvml/mig_enable_messages.txt").replace("00000000:00:03.0", "00000000:07:00.0")
+    assert out.stdout in sample
+    assert out.stdout.startswith("Warning: MIG mode is in pending enable state for GPU 00000000:07:00.0:Not Supported")
+    reset = smi(session, "-i", "0", "--gpu-reset")
+    assert (reset.exit_code, reset.stdout) == (3, "Resetting GPU 00000000:07:00.0 is not supported.\n")
+    assert reset.stdout in sample
+    assert state_of(session).gpu(0).mig_mode_current is False
+
+
+def test_hopper_enables_mig_without_a_reset_even_with_a_client() -> None:
+    session = fresh("hgx-h100")
+    gpu = state_of(session).gpu(0)
+    gpu.mig_reset_blocked_by = ["nvidia-dcgm.service (nv-hostengine)"]
+    gpu.persistence_mode = False
+    out = smi(session, "-i", "0", "-mig", "1")
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Enabled MIG Mode for GPU 00000000:18:00.0"
+    assert lines[2].startswith("Warning: persistence mode is disabled on device 00000000:18:00.0.")
+    assert (gpu.mig_mode_current, gpu.mig_mode_pending) == (True, True)
+
+
+# ---------------------------------------------------------------- reset
+
+
+def test_reset_applies_pending_modes_and_clears_remap_pending() -> None:
+    session = fresh("hgx-h100")
+    gpu = state_of(session).gpu(4)
+    assert gpu.remapped_rows is not None
+    gpu.remapped_rows.pending = True
+    gpu.ecc.volatile_uncorrected = 3
+    gpu.ecc.aggregate_uncorrected = 3
+    gpu.ecc_mode_pending = False
+    before = nvidia_smi_xml.parse(smi(session, "-i", "4", "-q", "-x").stdout).gpus[0]  # type: ignore[index]
+    assert before.remap_pending is True
+    out = smi(session, "-i", "4", "-r")
+    assert out.stdout == "GPU 00000000:9A:00.0 was successfully reset.\nAll done.\n"
+    after = nvidia_smi_xml.parse(smi(session, "-i", "4", "-q", "-x").stdout).gpus[0]  # type: ignore[index]
+    assert after.remap_pending is False
+    assert after.ecc_mode_current is False
+    assert gpu.ecc.volatile_uncorrected == 0 and gpu.ecc.aggregate_uncorrected == 3
+
+
+def test_reset_refused_while_processes_run() -> None:
+    session = fresh("hgx-h100")
+    for i in (1, 2):
+        state_of(session).gpu(i).processes = [GpuProcess(pid=100 + i, name="python3")]
+    out = smi(session, "-i", "1,2", "-r")
+    assert out.exit_code == 255
+    assert out.stdout.splitlines()[-1].startswith("2 devices are currently being used by one or more other processes")
+    assert smi(session, "-i", "0", "-r").exit_code == 0  # the idle GPU still resets
+
+
+def test_reset_needs_root() -> None:
+    out = smi(fresh("hgx-h100", euid=1000), "-r")
+    assert out.exit_code == 4
+
+
+# ---------------------------------------------------------------- a broken driver
+
+
+@pytest.mark.parametrize("args", [[], ["-L"], ["-q", "-x"], ["topo", "-m"], ["mig", "-lgi"], ["-pm", "1"]])
+def test_driver_not_loaded(args: list[str]) -> None:
+    session = fresh("hgx-h100")
+    state_of(session).driver.loaded = False
+    out = smi(session, *args)
+    assert out.exit_code == 9
+    assert out.stdout.startswith(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+        "Make sure that the latest NVIDIA driver is installed and running.\n"
+    )
+    with pytest.raises(ParseError, match="couldn't communicate"):
+        nvidia_smi_xml.parse(out.stdout)
+
+
+def test_driver_library_version_mismatch() -> None:
+    session = fresh("dgx-a100")
+    state_of(session).driver.version = "535.154.05"  # user space upgraded, old kernel module still loaded
+    out = smi(session, "-q", "-x")
+    assert out.exit_code == 18
+    assert out.stdout == "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 535.154\n"
+    with pytest.raises(ParseError, match="Driver/library version mismatch"):
+        nvidia_smi_list.parse(smi(session, "-L").stdout)
+
+
+def test_a_lost_gpu_is_reported_and_left_out() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpu(2).lost = True
+    out = smi(session, "-q", "-x")
+    assert out.exit_code == 15
+    assert out.stderr == (
+        "Unable to determine the device handle for GPU2: 0000:3A:00.0: GPU is lost.  "
+        "Reboot the system to recover this GPU\n"
+    )
+    gpus = nvidia_smi_xml.parse(out.stdout).gpus
+    assert gpus is not None
+    assert "00000000:3A:00.0" not in [g.bus_id for g in gpus]
+    assert len(gpus) == 7
