@@ -56,48 +56,57 @@ COMMANDS: tuple[Command, ...] = (
     _cmd("uname.txt", ["uname", "-a"]),
 )
 
+
 # Active tests take minutes and load the node: only on request (`capture --with nccl,dcgm`).
-ACTIVE: dict[str, Command] = {
+def _nccl(gpus: int) -> Command:
     # NCCL_DEBUG=INFO makes NCCL say which network and transports it chose (nccl.transport reads them).
-    "nccl": _cmd(
-        "nccl-tests.txt",
-        [
-            "env",
-            "NCCL_DEBUG=INFO",
-            "NCCL_DEBUG_SUBSYS=INIT,NET",
-            "all_reduce_perf",
-            "-b",
-            "1G",
-            "-e",
-            "8G",
-            "-f",
-            "2",
-            "-g",
-            "8",
-        ],
-    ),
-    # level 2 runs the hardware tests (memory, PCIe, NVLink); level 1 only checks the deployment
-    "dcgm": _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", "2"]),
-}
+    argv = [
+        "env",
+        "NCCL_DEBUG=INFO",
+        "NCCL_DEBUG_SUBSYS=INIT,NET",
+        "all_reduce_perf",
+        "-b",
+        "1G",
+        "-e",
+        "8G",
+        "-f",
+        "2",
+    ]
+    return _cmd("nccl-tests.txt", [*argv, "-g", str(gpus)])
 
 
-def _variant(base: str, name: str, flag: str, value: int) -> str:
-    """Register (once) an ACTIVE entry like ``base`` with ``flag``'s value replaced; returns its name."""
+def _dcgm(level: int) -> Command:
+    return _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(level)])
+
+
+# Active tests, by name, with their default argument: the GPU count for nccl, the diagnostic
+# level for dcgm (2 runs the hardware tests: memory, PCIe, NVLink; 1 only checks the deployment).
+ACTIVE: dict[str, tuple[Callable[[int], Command], int]] = {"nccl": (_nccl, 8), "dcgm": (_dcgm, 2)}
+
+
+def active_command(spec: str) -> Command:
+    """The command of an active test: ``nccl``, ``nccl:4`` (4 GPUs), ``dcgm``, ``dcgm:3`` (level 3)."""
+    from assessor.errors import InputError
+
+    name, _, arg = spec.partition(":")
     if name not in ACTIVE:
-        argv = list(ACTIVE[base].argvs[0])
-        argv[argv.index(flag) + 1] = str(value)
-        ACTIVE[name] = _cmd(ACTIVE[base].file, argv)
-    return name
+        raise InputError(f"unknown active test {name!r} (tests: {', '.join(ACTIVE)})")
+    build, default = ACTIVE[name]
+    try:
+        value = int(arg) if arg else default
+    except ValueError:
+        raise InputError(f"active test {spec!r}: {arg!r} is not a number") from None
+    return build(value)
 
 
 def nccl_test(gpus: int) -> str:
-    """The ACTIVE name of the nccl test over ``gpus`` GPUs (``ACTIVE["nccl"]`` assumes 8: labs pass the count)."""
-    return "nccl" if gpus == 8 else _variant("nccl", f"nccl-g{gpus}", "-g", gpus)
+    """The active-test spec of an nccl-tests all_reduce over ``gpus`` GPUs."""
+    return f"nccl:{gpus}"
 
 
 def dcgm_diag(level: int) -> str:
-    """The ACTIVE name of ``dcgmi diag -r LEVEL`` (``ACTIVE["dcgm"]`` is level 1)."""
-    return "dcgm" if level == 1 else _variant("dcgm", f"dcgm-r{level}", "-r", level)
+    """The active-test spec of ``dcgmi diag -r LEVEL``."""
+    return f"dcgm:{level}"
 
 
 @dataclass
@@ -188,7 +197,7 @@ def capture(
 ) -> Snapshot:
     """Capture every snapshot source through ``runner``; ``nvml_json`` adds the NVML collector."""
     snap = Snapshot(host=host)
-    commands = list(COMMANDS) + [ACTIVE[name] for name in active]
+    commands = list(COMMANDS) + [active_command(spec) for spec in active]
     for command in commands:
         snap.sources[command.file] = source_from(command, runner, timeout)
     if nvml_json is not None:

@@ -99,13 +99,15 @@ def _jobs(
 
 
 def _active_tests(text: str) -> tuple[str, ...]:
-    from assessor.capture import ACTIVE
+    from assessor.capture import active_command
     from assessor.errors import InputError
 
     tests = tuple(t.strip() for t in text.split(",") if t.strip())
-    unknown = [t for t in tests if t not in ACTIVE]
-    if unknown:
-        raise InputError(f"--with: unknown test {unknown[0]!r} (tests: {', '.join(ACTIVE)})")
+    for test in tests:
+        try:
+            active_command(test)
+        except InputError as exc:
+            raise InputError(f"--with: {exc}") from None
     return tests
 
 
@@ -129,7 +131,7 @@ def _active_tests(text: str) -> tuple[str, ...]:
     "active",
     default="",
     metavar="TESTS",
-    help="Also run active tests on the targets: nccl, dcgm (comma-separated).",
+    help="Also run active tests: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] (dcgmi diag -r 2).",
 )
 def assess(
     targets: tuple[str, ...],
@@ -205,7 +207,11 @@ def assess(
     help="Snapshot directory to write (DIR/<host>/ for several targets).",
 )
 @click.option(
-    "--with", "active", default="", metavar="TESTS", help="Also run active tests: nccl, dcgm (comma-separated)."
+    "--with",
+    "active",
+    default="",
+    metavar="TESTS",
+    help="Also run active tests: nccl[:GPUS], dcgm[:LEVEL] (comma-separated).",
 )
 def capture(
     targets: tuple[str, ...],
@@ -361,9 +367,9 @@ def profiles_show(name: str) -> None:
 
 
 @main.command()
-@click.argument("name", type=click.Choice(["results"]))
+@click.argument("name", type=click.Choice(["results", "lab"]))
 def schema(name: str) -> None:
-    """Print a published JSON Schema (results: gpulab.results/1)."""
+    """Print a published JSON Schema: results (gpulab.results/1) or lab (lab.yaml)."""
     from importlib import resources
 
     click.echo((resources.files("assessor") / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"), nl=False)

@@ -128,6 +128,22 @@ def run_grader(spec: GraderSpec, answer: Located | dict[str, Any], params: dict[
         return Result(spec.id, "error", f"internal error in design grader {spec.id}: {type(exc).__name__}: {exc}")
 
 
+def parts_param(names: tuple[str, ...]) -> Param:
+    """The ``parts`` parameter of a grader whose answer has these top-level keys."""
+    return Param("parts", "list", None, f"answer keys to grade (None: all): {', '.join(names)}")
+
+
+def check_parts(spec_id: str, parts: Any, names: tuple[str, ...]) -> list[str] | None:
+    """The ``parts`` param as a list; ValueError (a lab bug) for a name the answer does not have."""
+    if not parts:
+        return None
+    chosen = [str(p) for p in parts]
+    unknown = [p for p in chosen if p not in names]
+    if unknown:
+        raise ValueError(f"{spec_id}: unknown parts {', '.join(unknown)} (parts: {', '.join(names)})")
+    return chosen
+
+
 def compare(
     spec_id: str,
     *,
@@ -139,13 +155,18 @@ def compare(
     hint: str,
     extra_fails: list[str] | None = None,
     tolerance_pct: dict[str, float] | None = None,
+    parts: list[str] | None = None,
 ) -> Result:
     """Compare the candidate's numbers (``got``) with the computed ones (``want``), key by key.
 
     Counts must match exactly; keys in ``tolerance_pct`` may differ by that many percent of the computed
     value. Without ``reveal`` a wrong answer names the wrong keys and their rules, not the right numbers.
+    ``parts`` limits the comparison to keys under those top-level names (a lab can then give points per part).
     """
     tolerance_pct = tolerance_pct or {}
+    if parts:
+        want = {k: v for k, v in want.items() if k.split(".")[0] in parts}
+        got = {k: v for k, v in got.items() if k.split(".")[0] in parts}
     wrong: list[str] = []
     for key, value in want.items():
         have = got.get(key)

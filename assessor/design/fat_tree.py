@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from assessor.checks.base import Param
-from assessor.design import compare, grader
+from assessor.design import as_located, check_parts, compare, grader, parts_param
 from assessor.design.answer import Schema, check_section
 from assessor.results import Result
 from assessor.yamlio import Located
@@ -59,6 +59,8 @@ fat_tree:
   switches: {leaf: <n>, spine: <n>, core: <n, 0 with two tiers>}
   cables: {gpu_leaf: <n>, leaf_spine: <n>, spine_core: <n, 0 with two tiers>}
 """
+
+PARTS = ("tiers", "nodes", "scalable_units", "leaf_ports", "switches", "cables")
 
 RULES = {
     "tiers": "2 while the leaves fit under one spine layer (leaves <= radix), else 3 (up to radix^3/4 endpoints)",
@@ -201,6 +203,7 @@ def flatten(section: dict[str, Any]) -> dict[str, Any]:
         Param("radix", "int", 64, "ports per switch (64: Quantum-2 QM9700 NDR; 40: QM8700 HDR)"),
         Param("gpus_per_node", "int", 8, "GPUs per node"),
         Param("rails", "int", 8, "compute NICs per node, one rail each"),
+        parts_param(PARTS),
     ),
     doc=(
         "Computes the non-blocking, rail-optimised fat tree for the GPUs (tiers, nodes, scalable units, leaf "
@@ -217,10 +220,13 @@ def grade_fat_tree(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     if params.get("gpus") is None:
         raise ValueError("design.fat_tree needs the gpus parameter")
     tree = compute(int(params["gpus"]), int(params["radix"]), int(params["gpus_per_node"]), int(params["rails"]))
+    validate(as_located(answer))
+    parts = check_parts("design.fat_tree", params.get("parts"), PARTS)
     got = flatten(answer[SECTION])
     extra: list[str] = []
     down, up = got.get("leaf_ports.down"), got.get("leaf_ports.up")
-    if isinstance(down, int) and isinstance(up, int) and up < down:
+    bisection = parts is None or "leaf_ports" in parts
+    if bisection and isinstance(down, int) and isinstance(up, int) and up < down:
         extra.append(f"leaf uplinks ({up}) < downlinks ({down}): the fabric blocks (bisection below injection)")
     return compare(
         "design.fat_tree",
@@ -235,4 +241,5 @@ def grade_fat_tree(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         ),
         hint=f"inputs: {tree.gpus} GPUs, radix {tree.radix}, {tree.gpus_per_node} GPUs and {tree.rails} rails per node",
         extra_fails=extra,
+        parts=parts,
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assessor.checks.base import Param
-from assessor.design import compare, grader
+from assessor.design import as_located, check_parts, compare, grader, parts_param
 from assessor.design.answer import Schema, check_section
 from assessor.results import Result
 from assessor.yamlio import Located
@@ -51,6 +51,8 @@ power:
   cooling_kw: <heat to remove, kW>
   facility_kw: <only when the lab gives a PUE: total facility power, kW>
 """
+
+PARTS = ("nodes_per_rack", "compute_racks", "rack_kw", "total_it_kw", "cooling_kw", "facility_kw")
 
 RULES = {
     "nodes_per_rack": "as many nodes as the rack's power budget (and space limit, if given) takes at maximum draw",
@@ -142,6 +144,7 @@ def validate(located: Located) -> None:
         Param("switch_kw", "float", 0.0, "maximum power of one switch, kW"),
         Param("pue", "float", None, "facility PUE; when given the answer must include facility_kw"),
         Param("tolerance_pct", "float", 1.0, "how far a kW answer may be from the computed one, percent"),
+        parts_param(PARTS),
     ),
     doc=(
         "Computes the densest rack plan within the rack power budget (nodes per rack at maximum draw, compute "
@@ -166,12 +169,19 @@ def grade_power(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         switch_kw=float(params.get("switch_kw") or 0.0),
         pue=float(params["pue"]) if params.get("pue") is not None else None,
     )
+    validate(as_located(answer))
+    parts = check_parts("design.power", params.get("parts"), PARTS)
     got = dict(answer[SECTION])
     extra: list[str] = []
     rack_kw, cooling = got.get("rack_kw"), got.get("cooling_kw")
-    if isinstance(rack_kw, (int, float)) and rack_kw > plan.budget_kw_per_rack + 1e-9:
+    if (
+        (parts is None or "rack_kw" in parts)
+        and isinstance(rack_kw, (int, float))
+        and rack_kw > plan.budget_kw_per_rack + 1e-9
+    ):
         extra.append(f"a {rack_kw:g} kW rack exceeds the {plan.budget_kw_per_rack:g} kW budget")
-    if isinstance(cooling, (int, float)) and cooling < plan.total_it_kw * 0.99:
+    cooled = parts is None or "cooling_kw" in parts
+    if cooled and isinstance(cooling, (int, float)) and cooling < plan.total_it_kw * 0.99:
         extra.append(f"{cooling:g} kW of cooling cannot remove {plan.total_it_kw:g} kW of heat")
     tolerance = float(params.get("tolerance_pct") or 0.0)
     return compare(
@@ -191,4 +201,5 @@ def grade_power(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         ),
         extra_fails=extra,
         tolerance_pct={k: tolerance for k in ("rack_kw", "total_it_kw", "cooling_kw", "facility_kw")},
+        parts=parts,
     )

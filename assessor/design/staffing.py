@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assessor.checks.base import Param
-from assessor.design import grader
+from assessor.design import as_located, check_parts, grader, parts_param
 from assessor.design.answer import Schema, check_section
 from assessor.results import Result
 from assessor.yamlio import Located
@@ -93,6 +93,8 @@ SALARY_BANDS_K: dict[int, tuple[int, int]] = {1: (75, 95), 2: (95, 125), 3: (125
 
 ROLES: tuple[str, ...] = tuple(dict.fromkeys(need.role for p in PROFILES.values() for need in p.roles))
 
+PARTS = ("size", "roles", "salaries", "cost")
+
 SCHEMA: Schema = {
     "size": "str",
     "team": [{"role": "str", "count": "count", "level": "count", "salary_k": "number"}],
@@ -148,7 +150,7 @@ def validate(located: Located) -> None:
     "design.staffing",
     title="Staffing plan",
     section=SECTION,
-    params=(Param("gpus", "int", None, "GPUs in the cluster the team runs (required)"),),
+    params=(Param("gpus", "int", None, "GPUs in the cluster the team runs (required)"), parts_param(PARTS)),
     doc=(
         "Grades a staffing plan against CURRICULUM.md's team profiles: the size band for the cluster's GPU "
         "count, every role of that profile covered by enough people at or above its level, every salary in "
@@ -162,6 +164,8 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     if params.get("gpus") is None:
         raise ValueError("design.staffing needs the gpus parameter")
     profile = size_for(int(params["gpus"]))
+    validate(as_located(answer))
+    parts = check_parts("design.staffing", params.get("parts"), PARTS) or list(PARTS)
     section = answer[SECTION]
     rows = [
         (normalise_role(r["role"]), int(r["count"]), int(r["level"]), float(r["salary_k"])) for r in section["team"]
@@ -169,31 +173,37 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     fails: list[str] = []
     hints: list[str] = []
     size = str(section["size"]).strip().lower()
-    if size != profile.size:
+    if "size" in parts and size != profile.size:
         fails.append(f"size {size} is wrong for {params['gpus']} GPUs")
         hints.append("small: under 100 GPUs, medium: 100-999, large: 1,000 and more")
     covered: dict[str, int] = {}
     for need in profile.roles:
-        have = sum(count for role, count, level, _ in rows if role == need.role and level >= need.min_level)
-        covered[need.role] = have
-        if have < need.count:
-            fails.append(f"{need.role}: {have} at L{need.min_level}+, need {need.count}")
-    if any(covered[n.role] < n.count for n in profile.roles):
+        covered[need.role] = sum(c for role, c, level, _ in rows if role == need.role and level >= need.min_level)
+    short = [n for n in profile.roles if covered[n.role] < n.count]
+    if "roles" in parts and short:
+        fails += [f"{n.role}: {covered[n.role]} at L{n.min_level}+, need {n.count}" for n in short]
         hints.append(f"a {profile.size} cluster needs " + "; ".join(n.describe() for n in profile.roles))
-    for role, _count, level, salary in rows:
-        low, high = SALARY_BANDS_K[level]
-        if not low <= salary <= high:
-            fails.append(f"{role} at L{level} paid {salary:g}k, outside the L{level} band {low}-{high}k")
-    if any("band" in f and "outside" in f for f in fails):
-        hints.append("salary bands (k USD): " + ", ".join(f"L{lv} {a}-{b}" for lv, (a, b) in SALARY_BANDS_K.items()))
+    if "salaries" in parts:
+        off_band = [
+            f"{role} at L{level} paid {salary:g}k, outside the L{level} band "
+            f"{SALARY_BANDS_K[level][0]}-{SALARY_BANDS_K[level][1]}k"
+            for role, _c, level, salary in rows
+            if not SALARY_BANDS_K[level][0] <= salary <= SALARY_BANDS_K[level][1]
+        ]
+        fails += off_band
+        if off_band:
+            hints.append(
+                "salary bands (k USD): " + ", ".join(f"L{lv} {a}-{b}" for lv, (a, b) in SALARY_BANDS_K.items())
+            )
     total = sum(count * salary for _, count, _, salary in rows)
     stated = float(section["yearly_cost_k"])
-    if abs(stated - total) > 0.5:
-        fails.append(f"yearly_cost_k {stated:g} is not the sum of the rows ({total:g})")
     low, high = profile.cost_k
-    if not low <= total <= high:
-        fails.append(f"the team costs {total:g}k a year, outside the {profile.size} band {low}-{high}k")
-        hints.append("trade levels and salaries within the bands until the total fits")
+    if "cost" in parts:
+        if abs(stated - total) > 0.5:
+            fails.append(f"yearly_cost_k {stated:g} is not the sum of the rows ({total:g})")
+        if not low <= total <= high:
+            fails.append(f"the team costs {total:g}k a year, outside the {profile.size} band {low}-{high}k")
+            hints.append("trade levels and salaries within the bands until the total fits")
     observed = {"size": size, "covered": covered, "yearly_cost_k": total}
     expected = {
         "size": profile.size,

@@ -34,11 +34,11 @@ class SshTarget:
         return cls(spec, parse_spec(spec))
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        from assessor.capture import ACTIVE, COMMANDS, capture
+        from assessor.capture import COMMANDS, active_command, capture
         from assessor.remote import batch
         from assessor.remote.ssh import connect, run_script
 
-        commands = list(COMMANDS) + [ACTIVE[name] for name in active]
+        commands = list(COMMANDS) + [active_command(spec) for spec in active]
         client = connect(self.params)
         try:
             output = run_script(client, batch.script(commands, timeout), self.params)

@@ -97,7 +97,7 @@ def test_nccl_test_runs_over_every_gpu_of_a_four_gpu_node(tmp_path: Path, labs_c
     save_state(load_fixture("pcie-l40s"), node)
     facts = lifecycle.capture_facts(lab, f"mock:{node}")
     assert facts.nccl is not None and facts.nccl.nranks == 4  # -g 4, not the capture default of 8
-    assert capture.ACTIVE["nccl-g4"].argvs[0][-2:] == ("-g", "4")
+    assert capture.active_command(capture.nccl_test(4)).argvs[0][-2:] == ("-g", "4")
 
 
 def test_identity_holds_host_serials_and_uuids(tmp_path: Path):
