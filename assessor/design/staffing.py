@@ -214,7 +214,9 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         return Result(
             "design.staffing",
             "fail",
-            f"{len(fails)} problems: " + "; ".join(fails[:6]) + (f" (and {len(fails) - 6} more)" if fails[6:] else ""),
+            f"{len(fails)} problem{'s' if len(fails) > 1 else ''}: "
+            + "; ".join(fails[:6])
+            + (f" (and {len(fails) - 6} more)" if fails[6:] else ""),
             observed=observed,
             expected=expected,
             hint="; ".join(hints) or None,

@@ -2,8 +2,8 @@
 
 The results come from the node state: a GPU with a pending or failed row remap, uncorrectable ECC
 errors, a GPU that fell off the bus, NVLinks down, a degraded PCIe link, persistence off, a driver
-mismatch or a fabric that never completed fails the test that would catch it, and tests above the
-run level are Skipped. The table is DCGM 3.3's (``corpus/dcgmi_diag/01_...``): Metadata and
+mismatch or a fabric that never completed fails the test that would catch it; tests above the run
+level are left out (the simulated node allows every test, so none is Skipped). The table is DCGM 3.3's (``corpus/dcgmi_diag/01_...``): Metadata and
 Deployment under ``|-----`` rules, the other sections under ``+-----`` rules, per-GPU results as
 ``Pass - GPUs: ...`` / ``Fail - GPU: N`` rows and messages wrapped at 45 characters. A node whose
 state names DCGM 4 (``perf.dcgm_version``) gets the 4.x layout: lower-case plugin names and
@@ -173,8 +173,8 @@ def _render_3x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dic
     category = None
     indices = [g.index for g in gpus]
     for cat, name, _, lvl in _TESTS:
-        if lvl > level and level == 1:
-            continue  # a short run prints only the software tests
+        if lvl > level:
+            continue  # the simulated node allows every test: a run prints the tests of its level
         if cat != category:
             category = cat
             lines.append(_section(cat, "|" if cat in ("Metadata", "Deployment") else "+"))
@@ -218,7 +218,7 @@ def _render_4x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dic
         entry[2].append(name)
     category = None
     for plugin, (cat, lvl, names) in plugins.items():
-        if lvl > level and level == 1:
+        if lvl > level:
             continue
         if cat != category:
             category = cat

@@ -1,0 +1,1 @@
+"""Tests of the design graders (level-5 design labs graded by calculation)."""
