@@ -42,6 +42,8 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
                 _merge_driver(facts, DriverInfo(nvml_error=failure))
                 problem = f"{name}: nvidia-smi failed: {failure}"
         if problem is None and source.text is not None:
+            if _already_known(facts, spec.fields):
+                continue  # a higher-priority source (nvml.json) gave all of it
             try:
                 partial = parse(spec.name, source.text, source=name)
             except ParseError as exc:
@@ -58,6 +60,16 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
         if getattr(facts, field_name) is not None:
             del facts.problems[field_name]
     return facts
+
+
+def _already_known(facts: NodeFacts, names: tuple[str, ...]) -> bool:
+    for name in names:
+        if name == "driver":
+            if facts.driver is None or facts.driver.version is None or facts.driver.cuda_version is None:
+                return False
+        elif getattr(facts, name) is None:
+            return False
+    return True
 
 
 def _capture_problem(source: Source) -> str | None:

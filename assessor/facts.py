@@ -8,6 +8,7 @@ because its source was broken has an entry in ``NodeFacts.problems`` instead.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -346,6 +347,13 @@ def from_jsonable(cls: type[T], data: Any) -> T:
     return typing.cast(T, _convert(cls, data))
 
 
+@functools.cache
+def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(field name, resolved type) of a dataclass; resolving string annotations is slow, so once."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
 def _convert(tp: Any, data: Any) -> Any:
     if data is None:
         return None
@@ -354,8 +362,7 @@ def _convert(tp: Any, data: Any) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], data) if len(args) == 1 else data
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        hints = typing.get_type_hints(tp)
-        kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(tp) if f.name in data}
+        kwargs = {name: _convert(hint, data[name]) for name, hint in _field_types(tp) if name in data}
         return tp(**kwargs)
     if origin is list:
         (item,) = typing.get_args(tp)

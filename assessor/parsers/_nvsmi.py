@@ -76,17 +76,21 @@ def says_no_devices(text: str) -> bool:
     return text.strip().lower().rstrip(".") == NO_DEVICES
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+
+
 def check_text(text: str) -> list[str]:
     """The lines of ``text`` with ANSI escapes removed; ParseError (with line) for binary data.
 
     nvidia-smi underlines table headers with ANSI escapes when writing to a terminal, and a
     capture made through ``script`` or a pasted terminal keeps them.
     """
-    for number, line in enumerate(text.splitlines(), start=1):
-        # Control characters other than tab, escape (ANSI) and CR never appear in nvidia-smi
-        # output, nor do runs of undecodable bytes (one stray byte is a mangled paste).
-        if any(ord(c) < 32 and c not in "\t\x1b\r\f" for c in line) or line.count("\ufffd") > 2:
-            raise ParseError("binary data, not nvidia-smi output", line=number)
+    # Control characters other than tab, escape (ANSI) and CR never appear in nvidia-smi
+    # output, nor do runs of undecodable bytes (one stray byte is a mangled paste).
+    if _CONTROL.search(text) or text.count("\ufffd") > 2:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if _CONTROL.search(line) or line.count("\ufffd") > 2:
+                raise ParseError("binary data, not nvidia-smi output", line=number)
     return [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
 
 

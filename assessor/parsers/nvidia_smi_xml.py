@@ -220,5 +220,20 @@ def _throttle_reasons(g: ET.Element) -> list[str] | None:
             if state:
                 name = child.tag[len(prefix) :]
                 reasons.append(_THROTTLE_NAMES.get(name, name))
+        # NVML bit order (gpu_idle 0x1 ... display_clock_setting 0x100), as the NVML collector lists them
+        reasons.sort(key=lambda r: _REASON_ORDER.index(r) if r in _REASON_ORDER else len(_REASON_ORDER))
         return reasons if known else None
     return None
+
+
+_REASON_ORDER = (
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+)

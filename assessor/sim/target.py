@@ -81,4 +81,4 @@ class MockTarget:
         from assessor.sim.mock_nvml import MockNvml
 
         mock = MockNvml(self.state) if self.state is not None else MockNvml(path=self.path)
-        return json.dumps(collect_json(mock), indent=2)
+        return json.dumps(collect_json(mock))
