@@ -30,6 +30,7 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
     from assessor.parsers import KINDS, parse
 
     facts = NodeFacts(host=snap.host)
+    carried: dict[str, str] = {}
     kinds = known_files()
     order = sorted(snap.sources, key=lambda f: PRIORITY.index(f) if f in PRIORITY else len(PRIORITY))
     for name in order:
@@ -50,15 +51,20 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
                 problem = str(exc)
             else:
                 _merge(facts, partial, name)
+                for field_name, text in partial.problems.items():
+                    if facts.sources.get(field_name) == name:
+                        carried.setdefault(field_name, f"{name}: {text}")
                 continue
         if problem is not None:
             for field_name in spec.fields:
                 if getattr(facts, field_name) is None and field_name != "driver":
                     facts.problems.setdefault(field_name, problem)
-    # A field a later source filled is no longer a problem.
+    # A field a later source filled is no longer a problem, unless the source that filled it
+    # reported one itself (the NVML collector: a GPU that is lost among those that answer).
     for field_name in list(facts.problems):
         if getattr(facts, field_name) is not None:
             del facts.problems[field_name]
+    facts.problems.update(carried)
     return facts
 
 

@@ -417,6 +417,20 @@ def sim_shims(directory: str) -> None:
     click.echo(f"{len(written)} shims written to {directory}: {' '.join(p.name for p in written)}")
 
 
+def _fault_options(options: tuple[str, ...]) -> dict[str, Any]:
+    import yaml
+
+    from assessor.errors import InputError
+
+    kwargs: dict[str, Any] = {}
+    for item in options:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise InputError(f"--option {item}: expected KEY=VALUE")
+        kwargs[key] = yaml.safe_load(value)
+    return kwargs
+
+
 @sim.command("fault")
 @click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
 @click.argument("fault", required=False)
@@ -424,23 +438,27 @@ def sim_shims(directory: str) -> None:
 @click.option("--list", "list_faults", is_flag=True, help="List the faults that can be injected.")
 def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list_faults: bool) -> None:
     """Inject FAULT into the simulated node in STATE (``--list`` shows them)."""
-    import yaml
-
-    from assessor.errors import InputError
     from assessor.sim import faults
 
     if list_faults or not fault:
         for name, spec in sorted(faults.FAULTS.items()):
             click.echo(f"{name:24} {spec.description}")
         return
-    kwargs = {}
-    for item in options:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise InputError(f"--option {item}: expected KEY=VALUE")
-        kwargs[key] = yaml.safe_load(value)
-    message = faults.inject(state_path, fault, **kwargs)
-    click.echo(message)
+    click.echo(faults.inject(state_path, fault, **_fault_options(options)))
+
+
+@sim.command("repair")
+@click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
+@click.argument("fault")
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="Which device, e.g. ca=mlx5_3.")
+def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
+    """Do the physical work that undoes FAULT: reseat a cable, reboot, replace a GPU.
+
+    On a real node these are hands-on jobs no command does; on a simulated one, ask for them here.
+    """
+    from assessor.sim import faults
+
+    click.echo(faults.repair(state_path, fault, **_fault_options(options)))
 
 
 from assessor.labs.cli import lab, progress  # noqa: E402

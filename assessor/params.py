@@ -29,14 +29,15 @@ def coerce(spec: CheckSpec, name: str, value: Any) -> Any:
         raise InputError(f"check {spec.id} has no parameter {name!r} (parameters: {known})")
     if value is None or (value == "auto" and param.default == "auto"):
         return value
-    if param.type == "list" and not isinstance(value, list):
-        value = [value]
-    allowed = _TYPES.get(param.type, (object,))
+    kinds = param.type.split("|")  # e.g. "list|dict": either form is accepted
+    allowed = tuple(t for kind in kinds for t in _TYPES.get(kind, (object,)))
+    if "list" in kinds and not isinstance(value, allowed):
+        value = [value]  # a single value where a list is wanted: a list of one
     if isinstance(value, bool) and bool not in allowed:
         raise InputError(f"check {spec.id} parameter {name} must be {param.type}, got {value!r}")
     if not isinstance(value, allowed):
         raise InputError(f"check {spec.id} parameter {name} must be {param.type}, got {value!r}")
-    if param.type == "float" and isinstance(value, int | float):
+    if kinds == ["float"] and isinstance(value, int | float):
         value = float(value)
     return value
 

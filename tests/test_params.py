@@ -29,3 +29,15 @@ def test_coerce_rejects_bool_for_int_and_unknown_names() -> None:
 def test_unknown_check_suggests_closest_ids() -> None:
     with pytest.raises(InputError, match=r"did you mean .*ib\.ports_active"):
         checks.get("ib.port_active")
+
+
+def test_a_dict_is_kept_where_list_or_dict_is_accepted() -> None:
+    spec = checks.get("mig.layout")
+    per_gpu = {0: ["3g.40gb", "3g.40gb"], 1: ["7g.80gb"]}
+    assert params.coerce(spec, "layout", per_gpu) == per_gpu
+    assert params.coerce(spec, "layout", "7g.80gb") == ["7g.80gb"]
+
+
+def test_a_single_value_becomes_a_list_of_one() -> None:
+    spec = checks.get("ib.ports_active")
+    assert params.coerce(spec, "ports", "mlx5_0") == ["mlx5_0"]

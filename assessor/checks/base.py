@@ -20,7 +20,7 @@ CheckFunc = Callable[[NodeFacts, dict[str, Any]], Result]
 @dataclass(frozen=True)
 class Param:
     name: str
-    type: str  # int, float, str, bool, list, dict
+    type: str  # int, float, str, bool, list, dict, or alternatives such as "list|dict"
     default: Any
     doc: str
 

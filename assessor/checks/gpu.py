@@ -44,6 +44,19 @@ def gpu_count(facts: NodeFacts, params: dict[str, Any]) -> Result:
     hint = "compare lspci -d 10de: with nvidia-smi -L, look for Xid 79 in dmesg (gpu.xid); reboot, then reseat or RMA"
     if count == 0:
         return result("gpu.count", "fail", "no GPUs found", observed=0, expected=expected or ">= 1", hint=hint)
+    # NVML still counts a GPU that fell off the bus, but nothing about it can be read.
+    silent = [g.index for g in gpus if g.name is None and g.uuid is None and g.bus_id is None]
+    if silent:
+        why = facts.problems.get("gpus")
+        return result(
+            "gpu.count",
+            "fail",
+            f"{count - len(silent)} of {count} GPUs answer; GPU {', '.join(map(str, silent))} does not"
+            + (f" ({why})" if why else ""),
+            observed=count - len(silent),
+            expected=int(expected) if expected is not None else count,
+            hint=hint,
+        )
     if expected is not None and count != int(expected):
         seen = ", ".join(str(g.index) for g in gpus)
         return result(

@@ -116,7 +116,7 @@ def _create_command(index: int, names: list[str]) -> str:
     params=(
         Param(
             "layout",
-            "list",
+            "list|dict",
             None,
             "GPU instance profiles every MIG GPU must hold, e.g. [3g.40gb, 3g.40gb, 1g.10gb]; or a dict "
             "{gpu index: [profiles]} for per-GPU layouts",

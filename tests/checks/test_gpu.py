@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from assessor.facts import KernelEvent, NvLink, Service, Topology
+from assessor.facts import Gpu, KernelEvent, NvLink, Service, Topology
 from tests.checks.builders import A100, H100, H100_PCIE, L40S, gpu, gpus, node, run
 
 GPU_CHECKS = [
@@ -370,3 +370,12 @@ def test_nvlink_state_unknown_on_one_gpu_warns():
     r = run("gpu.nvlink", node(gpus=[gpu(0), replace(gpu(1), nvlinks=None)]))
     assert r.status == "warn"
     assert "GPU 1" in r.message
+
+
+def test_gpu_that_does_not_answer_fails_the_count():
+    # the NVML collector keeps a lost GPU's slot (NVML still counts it) but can read nothing of it
+    facts = node(gpus=[*gpus(2), Gpu(index=2)], problems={"gpus": "GPU 2: GPU is lost"})
+    r = run("gpu.count", facts, expected=3)
+    assert r.status == "fail"
+    assert r.message == "2 of 3 GPUs answer; GPU 2 does not (GPU 2: GPU is lost)"
+    assert r.observed == 2
