@@ -45,8 +45,10 @@ def main() -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         elapsed = run([gpulab, "assess", "-i", str(inv), "-p", "hgx-h100", "-f", "json", "--forks", str(args.forks)])
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"fleet: {args.nodes} mock:hgx-h100 nodes from an inventory, forks {args.forks}: {elapsed:.2f} s, "
-          f"{elapsed / args.nodes * 1000:.1f} ms per node, peak RSS {max(peak_kib, before) / 1024:.0f} MiB")
+    print(
+        f"fleet: {args.nodes} mock:hgx-h100 nodes from an inventory, forks {args.forks}: {elapsed:.2f} s, "
+        f"{elapsed / args.nodes * 1000:.1f} ms per node, peak RSS {max(peak_kib, before) / 1024:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

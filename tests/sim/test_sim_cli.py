@@ -63,7 +63,8 @@ def test_shims_on_path_answer_from_the_state_file(tmp_path: Path) -> None:
     assert set(out.split()) == {"Disabled"}
     # `cat` of anything but the simulated files is the real cat
     (tmp_path / "hello.txt").write_text("hi\n")
-    assert subprocess.run(["cat", str(tmp_path / "hello.txt")], env=env, capture_output=True, text=True).stdout == "hi\n"
+    cat = subprocess.run(["cat", str(tmp_path / "hello.txt")], env=env, capture_output=True, text=True)
+    assert cat.stdout == "hi\n"
 
 
 def test_shim_without_state_says_what_to_do(tmp_path: Path) -> None:

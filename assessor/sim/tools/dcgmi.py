@@ -3,12 +3,12 @@
 The results come from the node state: a GPU with a pending or failed row remap, uncorrectable ECC
 errors, a GPU that fell off the bus, NVLinks down, a degraded PCIe link, persistence off, a driver
 mismatch or a fabric that never completed fails the test that would catch it; tests above the run
-level are left out (the simulated node allows every test, so none is Skipped). The table is DCGM 3.3's (``corpus/dcgmi_diag/01_...``): Metadata and
-Deployment under ``|-----`` rules, the other sections under ``+-----`` rules, per-GPU results as
-``Pass - GPUs: ...`` / ``Fail - GPU: N`` rows and messages wrapped at 45 characters. A node whose
-state names DCGM 4 (``perf.dcgm_version``) gets the 4.x layout: lower-case plugin names and
-``GPUn: Pass`` rows. Without a running ``nvidia-dcgm`` host engine the command fails like the real
-one.
+level are left out (the simulated node allows every test, so none is Skipped). The table is
+DCGM 3.3's (``corpus/dcgmi_diag/01_...``): Metadata and Deployment under ``|-----`` rules, the
+other sections under ``+-----`` rules, per-GPU results as ``Pass - GPUs: ...`` / ``Fail - GPU: N``
+rows and messages wrapped at 45 characters. A node whose state names DCGM 4
+(``perf.dcgm_version``) gets the 4.x layout: lower-case plugin names and ``GPUn: Pass`` rows.
+Without a running ``nvidia-dcgm`` host engine the command fails like the real one.
 """
 
 from __future__ import annotations
