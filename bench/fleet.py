@@ -1,8 +1,12 @@
 """Fleet benchmark: capture+assess of 1, 8 and 32 loopback sshd nodes, against Ansible running
 the same capture commands (`ansible all -m shell`) with the same forks on the same hosts.
 
-    .venv/bin/python bench/fleet.py [--sizes 1,8,32] [--rounds 3] [--forks 32]
+    .venv/bin/python bench/fleet.py [--sizes 1,8,32] [--rounds 3] [--forks 32] [--tools sim,replay]
 
+Two kinds of node tools:
+- sim: the simulator's shims, a Python process per command (what the test bed runs);
+- replay: each node's outputs, captured once from the simulator, served by `cat` scripts, so the
+  figures measure the transport, parsing and grading rather than the simulated tools' start-up.
 Needs sshd (scripts/setup.sh installs it). Every node listens on 127.0.0.1 only.
 """
 
@@ -35,15 +39,55 @@ def main() -> None:
     ap.add_argument("--sizes", default="1,8,32")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--forks", type=int, default=32)
+    ap.add_argument("--tools", default="sim,replay")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    for tools in args.tools.split(","):
+        bench(sizes, args.rounds, args.forks, tools)
 
+
+def replay_scripts(node_state: Path, out: Path) -> dict[str, str]:
+    """sh scripts answering the capture commands with outputs the simulator gave once."""
+    from assessor.capture import COMMANDS
+    from assessor.sim.state import load_state
+    from assessor.sim.tools import Session, run_tool
+
+    session = Session(state=load_state(node_state))
+    cases: dict[str, list[str]] = {}
+    for command in COMMANDS:
+        argv = list(command.argvs[0])
+        if argv[0] in ("cat", "uname"):
+            continue  # the real ones answer
+        result = run_tool(argv, session)
+        name = out / command.file
+        name.write_text(result.stdout)
+        args = " ".join(argv[1:])
+        cases.setdefault(argv[0], []).append(f'  "{args}") cat {name}; exit {result.exit_code} ;;')
+    return {tool: 'case "$*" in\n' + "\n".join(lines) + "\nesac\nexit 2" for tool, lines in cases.items()}
+
+
+def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
     from assessor.capture import COMMANDS
     from assessor.remote import batch
     from tests.sshbed import SshBed
 
     root = Path(tempfile.mkdtemp(prefix="gpulab-bench-"))
-    bed = SshBed(root).setup(max(sizes)).start()
+    bed = SshBed(root)
+    if tools == "replay":
+        from assessor.sim.fixtures import load_fixture
+        from assessor.sim.state import save_state
+
+        bed.setup(0)
+        for i in range(max(sizes)):
+            name = f"node{i + 1:02d}"
+            recorded = root / "recorded" / name
+            recorded.mkdir(parents=True)
+            save_state(load_fixture("hgx-h100", host=name), recorded / "state.json")
+            bed.add_node(name, "hgx-h100", extra_bin=replay_scripts(recorded / "state.json", recorded), shims=False)
+    else:
+        bed.setup(max(sizes))
+    bed.write_known_hosts()
+    bed.start()
     script = batch.script(list(COMMANDS), 30)
     env = dict(os.environ)
     env.update(
@@ -69,13 +113,13 @@ def main() -> None:
                 "-f",
                 "json",
                 "--forks",
-                str(args.forks),
+                str(forks),
                 "--known-hosts",
                 str(bed.known_hosts),
             ]
-            an = [str(BIN / "ansible"), "all", "-i", str(inv), "-m", "shell", "-a", script, "-f", str(args.forks)]
+            an = [str(BIN / "ansible"), "all", "-i", str(inv), "-m", "shell", "-a", script, "-f", str(forks)]
             g_times, a_times = [], []
-            for _ in range(args.rounds):
+            for _ in range(rounds):
                 t, rc = timed(gl)
                 if rc not in (0, 1):
                     raise SystemExit(f"gpulab failed (exit {rc}) on {n} nodes")
@@ -86,7 +130,7 @@ def main() -> None:
                 a_times.append(t)
             rows.append((n, statistics.median(g_times), statistics.median(a_times)))
         one = rows[0][1]
-        print(f"fleet capture+assess over loopback sshd, forks {args.forks}, median of {args.rounds} runs")
+        print(f"fleet capture+assess over loopback sshd, node tools: {tools}, forks {forks}, median of {rounds} runs")
         print(f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15}")
         for n, g, a in rows:
             print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x")

@@ -1,7 +1,8 @@
 """One shell script that runs every capture command on a remote node in one round trip.
 
-The script is built from fixed argv lists, each argument quoted; its output is a series of
-records (marker line, base64 stdout, base64 stderr) that :func:`parse_records` reads back.
+The script is built from fixed argv lists, each argument quoted. It keeps each command's output
+in a temporary directory and sends it all at the end as one base64 tar (or, without tar, a record
+per command: marker line, base64 stdout, base64 stderr) that :func:`parse_records` reads back.
 Pure functions: no network here.
 """
 
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import shlex
+import tarfile
 from collections.abc import Sequence
 
 from assessor.capture import Command, Outcome
@@ -20,28 +23,47 @@ STDERR_LIMIT = 4000
 # Runs one attempt. Prints a record; returns 0 when the attempt is usable (exit 0 or some
 # output), so `||` moves on to the next alternative only when this one was refused.
 _PRELUDE = r"""
-gl_now() { date +%s%N 2>/dev/null || echo 0; }
+gl_dir=$(mktemp -d 2>/dev/null || echo "/tmp/gpulab.$$") && mkdir -p "$gl_dir" || exit 70
+trap 'rm -rf "$gl_dir"' EXIT
+gl_n=0
+gl_now() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then gl_t=${EPOCHREALTIME%.*}${EPOCHREALTIME#*.}000; else gl_t=$(date +%s%N); fi
+}
 gl_run() {
   gl_file=$1; gl_idx=$2; gl_limit=$3; shift 3
-  gl_out=$(mktemp) || exit 70; gl_err=$(mktemp) || exit 70
-  gl_t0=$(gl_now)
+  gl_n=$((gl_n + 1)); gl_o="$gl_dir/$gl_n.o"; gl_e="$gl_dir/$gl_n.e"
+  gl_now; gl_t0=$gl_t
   if ! command -v "$1" >/dev/null 2>&1; then
-    gl_rc=127
-  elif command -v timeout >/dev/null 2>&1; then
-    timeout -k 2 "$gl_limit" "$@" >"$gl_out" 2>"$gl_err" </dev/null; gl_rc=$?
+    gl_rc=127; : >"$gl_o"; : >"$gl_e"
+  elif [ -n "$gl_timeout" ]; then
+    timeout -k 2 "$gl_limit" "$@" >"$gl_o" 2>"$gl_e" </dev/null; gl_rc=$?
   else
-    "$@" >"$gl_out" 2>"$gl_err" </dev/null; gl_rc=$?
+    "$@" >"$gl_o" 2>"$gl_e" </dev/null; gl_rc=$?
   fi
-  gl_t1=$(gl_now)
-  printf '\n%s %s %s %s %s %s\n' '@@gpulab-record@@' "$gl_file" "$gl_idx" "$gl_rc" "$gl_t0" "$gl_t1"
-  base64 <"$gl_out" | tr -d '\n'; printf '\n'
-  head -c 4000 "$gl_err" | base64 | tr -d '\n'; printf '\n'
-  gl_usable=1
-  if [ "$gl_rc" = 0 ] || [ -s "$gl_out" ]; then gl_usable=0; fi
-  rm -f "$gl_out" "$gl_err"
-  return $gl_usable
+  gl_now
+  printf '%s %s %s %s %s %s\n' "$gl_n" "$gl_file" "$gl_idx" "$gl_rc" "$gl_t0" "$gl_t" >>"$gl_dir/index"
+  [ "$gl_rc" = 0 ] || [ -s "$gl_o" ]
 }
+gl_b64() { base64 -w0 "$@" 2>/dev/null || base64 "$@" | tr -d '\n'; }
+# Everything goes home in one piece: a tar of the outputs (two processes), or file by file without tar.
+gl_dump() {
+  if command -v tar >/dev/null 2>&1; then
+    printf '\n%s TAR\n' '@@gpulab-record@@'
+    tar -C "$gl_dir" -cf - . | gl_b64; printf '\n'
+  else
+    while read -r gl_k gl_rest; do
+      printf '\n%s %s\n' '@@gpulab-record@@' "$gl_rest"
+      gl_b64 "$gl_dir/$gl_k.o" </dev/null; printf '\n'
+      gl_b64 "$gl_dir/$gl_k.e" </dev/null; printf '\n'
+    done <"$gl_dir/index"
+  fi
+}
+gl_timeout=$(command -v timeout)
+: >"$gl_dir/index"
 """
+
+# The script runs under bash where there is one (its clock needs no process per reading), else sh.
+SHELL = "if command -v bash >/dev/null 2>&1; then exec bash -s; else exec sh -s; fi"
 
 
 def script(commands: Sequence[Command], timeout: float) -> str:
@@ -53,6 +75,7 @@ def script(commands: Sequence[Command], timeout: float) -> str:
             f"gl_run {shlex.quote(command.file)} {i} {limit} {shlex.join(argv)}" for i, argv in enumerate(command.argvs)
         ]
         lines.append(" || ".join(attempts) + " || true")
+    lines.append("gl_dump")
     lines.append(f"printf '\\n%s END\\n' '{MARKER}'")
     return "\n".join(lines) + "\n"
 
@@ -75,30 +98,41 @@ class Records:
 def parse_records(output: str, commands: Sequence[Command], timeout: float) -> Records:
     """Read the script's output back into outcomes keyed by argv."""
     by_file = {c.file: c for c in commands}
-    outcomes: dict[tuple[str, ...], Outcome] = {}
+    entries: list[tuple[str, str, str, str, str, bytes, bytes]] = []
     lines = output.split("\n")
     complete = False
     i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.startswith(MARKER):
-            i += 1
-            continue
-        fields = line.split()
-        if fields[1:2] == ["END"]:
-            complete = True
-            break
-        if len(fields) != 6 or fields[1] not in by_file or i + 2 >= len(lines):
-            break  # a record cut off mid-way: what came before stands
-        _, file, idx, rc, t0, t1 = fields
+    try:
+        while i < len(lines):
+            fields = lines[i].split()
+            if not lines[i].startswith(MARKER):
+                i += 1
+            elif fields[1:2] == ["END"]:
+                complete = True
+                break
+            elif fields[1:2] == ["TAR"]:
+                entries.extend(_from_tar(base64.b64decode(lines[i + 1], validate=True)))
+                i += 2
+            elif len(fields) == 6:
+                raw_out, raw_err = (base64.b64decode(lines[i + k], validate=True) for k in (1, 2))
+                file, idx, rc, t0, t1 = fields[1:6]
+                entries.append((file, idx, rc, t0, t1, raw_out, raw_err))
+                i += 3
+            else:
+                break
+    except (IndexError, ValueError, binascii.Error, tarfile.TarError):
+        complete = False  # a cut-off transfer: what came before stands
+    outcomes: dict[tuple[str, ...], Outcome] = {}
+    for file, idx, rc, t0, t1, out, err in entries:
+        command = by_file.get(file)
         try:
-            argv = by_file[file].argvs[int(idx)]
-            stdout = base64.b64decode(lines[i + 1], validate=True).decode("utf-8", "replace")
-            stderr = base64.b64decode(lines[i + 2], validate=True).decode("utf-8", "replace")
-            code = int(rc)
-            duration = max(0.0, (int(t1) - int(t0)) / 1e9)
-        except (ValueError, IndexError, binascii.Error):
-            break
+            argv = command.argvs[int(idx)] if command else None
+            code, duration = int(rc), max(0.0, (int(t1) - int(t0)) / 1e9)
+        except (ValueError, IndexError):
+            continue
+        if argv is None:
+            continue
+        stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")[:STDERR_LIMIT]
         if code == 127 and not stdout:
             outcome = Outcome(None, "", stderr or f"{argv[0]}: command not found", duration, missing=True)
         elif code in (124, 137) and duration >= timeout * 0.9:
@@ -106,5 +140,23 @@ def parse_records(output: str, commands: Sequence[Command], timeout: float) -> R
         else:
             outcome = Outcome(code, stdout, stderr, duration)
         outcomes[tuple(argv)] = outcome
-        i += 3
     return Records(outcomes, complete)
+
+
+def _from_tar(data: bytes) -> list[tuple[str, str, str, str, str, bytes, bytes]]:
+    """(file, attempt, rc, t0, t1, stdout, stderr) per command from the script's tar of outputs."""
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+
+        def read(name: str) -> bytes:
+            member = members.get(name)
+            handle = tar.extractfile(member) if member is not None else None
+            return handle.read() if handle is not None else b""
+
+        out = []
+        for line in read("index").decode("utf-8", "replace").splitlines():
+            fields = line.split()
+            if len(fields) == 6:
+                n = fields[0]
+                out.append((fields[1], fields[2], fields[3], fields[4], fields[5], read(f"{n}.o"), read(f"{n}.e")))
+        return out

@@ -121,15 +121,15 @@ def connect(params: SshParams) -> paramiko.SSHClient:
     return client
 
 
-def run_script(client: paramiko.SSHClient, script: str, params: SshParams) -> str:
-    """Feed ``script`` to ``sh -s`` on the node and return its stdout, within the host time limit."""
+def run_script(client: paramiko.SSHClient, script: str, params: SshParams, shell: str = "sh -s") -> str:
+    """Feed ``script`` to ``shell`` on the node and return its stdout, within the host time limit."""
     deadline = time.monotonic() + params.host_timeout
     try:
         transport = client.get_transport()
         if transport is None or not transport.is_active():
             raise HostError(f"connection to {params.address} dropped before the capture")
         channel = transport.open_session(timeout=params.connect_timeout)
-        channel.exec_command("sh -s")
+        channel.exec_command(shell)
         channel.sendall(script.encode())
         channel.shutdown_write()
         chunks: list[bytes] = []

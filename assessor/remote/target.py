@@ -41,7 +41,7 @@ class SshTarget:
         commands = list(COMMANDS) + [active_command(spec) for spec in active]
         client = connect(self.params)
         try:
-            output = run_script(client, batch.script(commands, timeout), self.params)
+            output = run_script(client, batch.script(commands, timeout), self.params, batch.SHELL)
         finally:
             client.close()
         records = batch.parse_records(output, commands, timeout)

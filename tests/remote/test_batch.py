@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from assessor.capture import Command
 from assessor.remote import batch
 
 
-def run_script(commands: list[Command], timeout: float = 5, cut: int | None = None) -> batch.Records:
+def run_script(commands: list[Command], timeout: float = 5, cut: int | None = None, shell: str = "sh") -> batch.Records:
     out = subprocess.run(
-        ["sh", "-s"], input=batch.script(commands, timeout), capture_output=True, text=True, check=False
+        [shell, "-s"], input=batch.script(commands, timeout), capture_output=True, text=True, check=False
     ).stdout
     if cut is not None:
         out = out[:cut]
@@ -57,7 +58,46 @@ def test_hanging_command_is_cut_at_the_per_command_limit() -> None:
 def test_output_cut_mid_way_is_incomplete() -> None:
     cmds = [Command("a.txt", (("echo", "a"),)), Command("b.txt", (("echo", "b"),))]
     full = subprocess.run(["sh", "-s"], input=batch.script(cmds, 5), capture_output=True, text=True).stdout
-    cut = full.index("b.txt")
+    assert batch.parse_records(full, cmds, 5).complete
+    cut = full.index(batch.MARKER + " TAR") + 100  # the connection drops inside the archive
     records = run_script(cmds, cut=cut)
     assert not records.complete
+
+
+def test_without_tar_every_record_comes_on_its_own(tmp_path: Path) -> None:
+    """Minimal nodes may lack tar: the script sends a record per command instead."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "base64", "mktemp", "timeout", "rm", "tr", "date", "mkdir", "echo", "printf"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    cmds = [Command("a.txt", (("echo", "a"),)), Command("m.txt", (("no-such-tool-gpulab",),))]
+    out = subprocess.run(
+        [str(bin_dir / "sh"), "-s"],
+        input=batch.script(cmds, 5),
+        capture_output=True,
+        text=True,
+        env={"PATH": str(bin_dir)},
+    ).stdout
+    assert batch.MARKER + " TAR" not in out
+    records = batch.parse_records(out, cmds, 5)
+    assert records.complete
     assert records(("echo", "a"), 5).stdout == "a\n"
+    assert records(("no-such-tool-gpulab",), 5).missing
+
+
+def test_bash_and_sh_give_the_same_records() -> None:
+    cmd = Command("x.txt", (("sh", "-c", "echo out; echo err >&2; exit 3"),))
+    for shell in ("sh", "bash"):
+        outcome = run_script([cmd], shell=shell)(cmd.argvs[0], 5)
+        assert (outcome.exit_code, outcome.stdout, outcome.stderr.strip()) == (3, "out\n", "err"), shell
+        assert 0 <= outcome.duration_s < 5, shell
+
+
+def test_stderr_is_cut_to_the_limit() -> None:
+    cmd = Command("x.txt", (("sh", "-c", "head -c 10000 /dev/zero | tr '\\0' e >&2"),))
+    outcome = run_script([cmd])(cmd.argvs[0], 5)
+    assert len(outcome.stderr) == batch.STDERR_LIMIT
