@@ -1,15 +1,17 @@
 """Assess many targets at once: bounded concurrency, progress, Ctrl-C that keeps what finished.
 
 One unreachable or broken node is an error for that node; every other node's results are
-complete. Threads suit the work: SSH waits on the network, the simulator is quick.
+complete. SSH targets run in threads (they wait on the network); a fleet of targets that only
+compute (simulated nodes, snapshots) runs in one process per core.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +71,7 @@ def run(
     """Assess every job with at most ``forks`` at a time, results in job order."""
     done: dict[int, TargetResults] = {}
     lock = threading.Lock()
-    pool = ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="gpulab")
+    pool = _pool(jobs, forks)
     futures: dict[Future[TargetResults], int] = {
         pool.submit(assess_one, job, profile, timeout=timeout, out=out, active=active): i for i, job in enumerate(jobs)
     }
@@ -98,6 +100,15 @@ def run(
                 TargetResults(job.target.spec, job.target.name, [], error="interrupted (Ctrl-C) before it finished")
             )
     return FleetRun(results, interrupted)
+
+
+def _pool(jobs: list[Job], forks: int) -> Executor:
+    """Threads for targets that wait on the network; processes (one per core) for a fleet of
+    targets that only compute (simulated nodes, snapshots), which threads would serialise."""
+    cores = os.cpu_count() or 1
+    if len(jobs) > cores and cores > 1 and all(getattr(j.target, "cpu_bound", False) for j in jobs):
+        return ProcessPoolExecutor(max_workers=min(forks, cores))
+    return ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="gpulab")
 
 
 class Progress:

@@ -33,6 +33,7 @@ class SnapshotTarget:
     spec: str
     path: Path
     name: str | None = None
+    cpu_bound = True  # reading and parsing files: a fleet of these runs in processes
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
         from assessor import snapshot

@@ -31,6 +31,8 @@ class MockTarget:
     env: Mapping[str, str] = field(default_factory=dict)
     euid: int = 0
     name: str | None = None  # the inventory host name, when an inventory names the target
+    fixture: str | None = None  # mock:NAME: built on first use, so a fleet of them is cheap to open
+    cpu_bound = True  # nothing to wait for: a fleet of these runs in processes, not threads
 
     @classmethod
     def open(cls, spec: str) -> MockTarget:
@@ -55,10 +57,16 @@ class MockTarget:
                     f"{path}: is a directory, not a simulated node state (use snapshot:{path} for a snapshot directory)"
                 )
             return cls(spec, path=path)
-        return cls(spec, state=load_fixture(rest))
+        if rest not in fixture_names():
+            load_fixture(rest)  # raises the InputError naming the fixtures
+        return cls(spec, fixture=rest)
 
     def session(self) -> Session:
         """A session on this node for the simulated tools."""
+        if self.state is None and self.path is None and self.fixture is not None:
+            from assessor.sim.fixtures import load_fixture
+
+            self.state = load_fixture(self.fixture)
         return Session(state=self.state, path=self.path, env=dict(self.env), euid=self.euid)
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
@@ -80,5 +88,7 @@ class MockTarget:
         from assessor.collector import collect_json
         from assessor.sim.mock_nvml import MockNvml
 
+        if self.state is None and self.path is None:
+            self.session()  # builds the fixture's state
         mock = MockNvml(self.state) if self.state is not None else MockNvml(path=self.path)
         return json.dumps(collect_json(mock))
