@@ -58,8 +58,9 @@ def _active_results(spec: str, profile: Profile, active: tuple[str, ...]) -> lis
 def test_mock_name_is_a_fresh_fixture_in_memory() -> None:
     target = open_target("mock:hgx-h100")
     assert isinstance(target, MockTarget)
-    assert target.path is None and target.state is not None
-    assert target.state.host == "hgx-h100-01"
+    assert target.path is None and target.fixture == "hgx-h100"
+    assert target.session().read().host == "hgx-h100-01"  # built on first use, then kept
+    assert target.state is not None and target.session().read() is target.state
 
 
 @pytest.mark.parametrize(
