@@ -234,6 +234,7 @@ def capture(
     from assessor import __version__ as version
     from assessor import snapshot
     from assessor.errors import GpulabError
+    from assessor.fleet import dir_name
 
     tests = _active_tests(active)
     jobs = _jobs(
@@ -253,7 +254,7 @@ def capture(
             snap = job.target.snapshot(timeout=timeout, active=tests)
         except GpulabError as exc:
             return job, None, str(exc)
-        dest = Path(out) if single else Path(out) / "".join(c if c.isalnum() or c in "-_." else "_" for c in job.label)
+        dest = Path(out) if single else Path(out) / dir_name(job.label)
         snapshot.write(snap, dest, {"target": job.target.spec, "gpulab_version": version, "time": stamp})
         return job, snap, None
 

@@ -48,13 +48,14 @@ def assess_one(
     except Exception as exc:  # a transport bug must not take the fleet down
         return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
     if out is not None and snap.path is None:
-        snapshot.write(snap, out / _safe(job.label), {"target": job.target.spec})
+        snapshot.write(snap, out / dir_name(job.label), {"target": job.target.spec})
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
     return TargetResults(job.target.spec, host, run_profile(facts, profile))
 
 
-def _safe(label: str) -> str:
+def dir_name(label: str) -> str:
+    """A host label as a safe directory name (snapshots under --out DIR/<host>/)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "target"
 
 
