@@ -12,6 +12,7 @@ from assessor.results import Result
 
 FABRIC_MANAGER = "nvidia-fabricmanager"
 PERSISTENCED = "nvidia-persistenced"
+DCGM = "nvidia-dcgm"
 
 FM_HINT = (
     "systemctl enable --now nvidia-fabricmanager (its version must equal the driver's exactly); read "
@@ -126,13 +127,14 @@ def fabric_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
             "names",
             "list",
             ref.AUTO,
-            "systemd units that must be active ('auto': nvidia-persistenced, plus nvidia-fabricmanager on "
-            "NVSwitch systems)",
+            "systemd units that must be active ('auto': nvidia-persistenced, nvidia-fabricmanager on "
+            "NVSwitch systems, and nvidia-dcgm where it is installed)",
         ),
     ),
     doc=(
         "Verifies that the NVIDIA daemons a node needs are active: nvidia-persistenced everywhere, "
-        "nvidia-fabricmanager on NVSwitch systems, and any others a profile names (e.g. nvidia-dcgm)."
+        "nvidia-fabricmanager on NVSwitch systems, the DCGM host engine (nvidia-dcgm) where it is installed "
+        "(monitoring and dcgmi diag need it), and any others a profile names."
     ),
     remedy="`systemctl enable --now <unit>`; if it fails, `journalctl -u <unit>` says why; install missing units.",
 )
@@ -146,6 +148,9 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
             note = " (GPUs unknown: fabric manager not required)"
         elif ref.is_nvswitch_system(facts.gpus):
             names.append(FABRIC_MANAGER)
+        dcgm = find_service(services, DCGM)
+        if dcgm is not None and dcgm.load_state not in (None, "not-found"):
+            names.append(DCGM)  # installed, so something relies on it
     fails, unknown = [], []
     observed: dict[str, str] = {}
     for name in names:

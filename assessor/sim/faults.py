@@ -657,7 +657,7 @@ FAULTS: dict[str, Fault] = {
         Fault(
             "dcgm-stopped",
             "the DCGM host engine (nvidia-dcgm) is stopped: dcgmi cannot connect",
-            "dcgm.diag",
+            "services.active",
             _dcgm_stopped,
             _dcgm_started,
         ),

@@ -77,6 +77,16 @@ def test_services_auto_on_pcie_box_does_not_need_fabric_manager():
     assert set(r.expected) == {"nvidia-persistenced"}
 
 
+def test_services_auto_needs_an_installed_dcgm_to_run():
+    dcgm_stopped = Service("nvidia-dcgm.service", "loaded", "inactive", "dead", "enabled", "success", 0)
+    r = run("services.active", node(gpus=gpus(8), services=[PD_ACTIVE, FM_ACTIVE, dcgm_stopped]))
+    assert r.status == "fail"
+    assert "nvidia-dcgm" in r.message
+    not_installed = Service("nvidia-dcgm.service", "not-found", "inactive", "dead")
+    r = run("services.active", node(gpus=gpus(8), services=[PD_ACTIVE, FM_ACTIVE, not_installed]))
+    assert r.status == "pass" and "nvidia-dcgm" not in r.expected
+
+
 def test_services_failed_unit_fails():
     r = run("services.active", node(gpus=gpus(8), services=[PD_ACTIVE, FM_FAILED]))
     assert r.status == "fail"
