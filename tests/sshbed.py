@@ -33,6 +33,7 @@ class Node:
     directory: Path
     fixture: str
     pid: int | None = None
+    root: Path | None = None  # GPULAB_SIM_ROOT of the node, when it has one
 
     @property
     def state(self) -> Path:
@@ -84,8 +85,21 @@ class SshBed:
         self.write_known_hosts()
         return self
 
-    def add_node(self, name: str, fixture: str, *, extra_bin: dict[str, str] | None = None, shims: bool = True) -> Node:
-        """A node; ``extra_bin`` puts scripts (name -> sh body) ahead of the shims on its PATH."""
+    def add_node(
+        self,
+        name: str,
+        fixture: str,
+        *,
+        extra_bin: dict[str, str] | None = None,
+        shims: bool = True,
+        env: dict[str, str] | None = None,
+        sim_root: bool = False,
+    ) -> Node:
+        """A node; ``extra_bin`` puts scripts (name -> sh body) ahead of the shims on its PATH.
+
+        ``env`` adds variables to its sessions (sshd SetEnv); ``sim_root`` gives it a directory for the
+        files a real node keeps under / (``GPULAB_SIM_ROOT``: its /etc/nccl.conf is ``node.root/etc/nccl.conf``).
+        """
         node = Node(name, free_port(), self.root / name, fixture)
         node.directory.mkdir(parents=True, exist_ok=True)
         _keygen(node.host_key)
@@ -101,6 +115,11 @@ class SshBed:
                 (own / tool).chmod(0o755)
             dirs.insert(0, str(own))
         path = ":".join([*dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"])
+        setenv = {"PATH": path, "GPULAB_SIM_STATE": str(node.state), **(env or {})}
+        if sim_root:
+            node.root = node.directory / "root"
+            (node.root / "etc").mkdir(parents=True, exist_ok=True)
+            setenv["GPULAB_SIM_ROOT"] = str(node.root)
         config = node.directory / "sshd_config"
         config.write_text(
             "\n".join(
@@ -118,7 +137,8 @@ class SshBed:
                     f"AllowUsers {self.user}",
                     "MaxStartups 200",
                     "MaxSessions 50",
-                    f"SetEnv PATH={path} GPULAB_SIM_STATE={node.state}",
+                    "Subsystem sftp internal-sftp",  # Ansible copies files over SFTP
+                    "SetEnv " + " ".join(f"{k}={v}" for k, v in setenv.items()),
                     "",
                 ]
             )

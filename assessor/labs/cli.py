@@ -36,6 +36,34 @@ def _fmt(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _ssh_options(f: Any) -> Any:
+    """--inventory, --identity, --known-hosts, --accept-new-host-keys: how to reach a real node."""
+    options = [
+        click.option(
+            "--inventory",
+            "-i",
+            metavar="FILE",
+            help="Ansible inventory holding the node: --target then names one of its hosts.",
+        ),
+        click.option("--identity", metavar="KEYFILE", help="SSH private key (else agent, inventory, ~/.ssh)."),
+        click.option("--known-hosts", metavar="FILE", help="known_hosts file besides ~/.ssh/known_hosts."),
+        click.option(
+            "--accept-new-host-keys",
+            is_flag=True,
+            help="Trust and remember unknown SSH host keys (fresh lab VMs); changed keys are still refused.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _target_options(identity: str | None, known_hosts: str | None, accept_new_host_keys: bool) -> Any:
+    from assessor.targets import TargetOptions
+
+    return TargetOptions(accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts)
+
+
 @click.group()
 def lab() -> None:
     """Hands-on labs: list, read, start, grade, hint, solve and reset them.
@@ -139,16 +167,32 @@ def lab_show(lab_id: str, as_json: bool) -> None:
 
 @lab.command("start")
 @click.argument("lab_id", metavar="ID")
-@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host (design labs: none).")
+@click.option(
+    "--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory (design labs: none)."
+)
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
-def lab_start(lab_id: str, target: str | None, candidate: str | None, db: str | None) -> None:
-    """Set the node up for the lab (or break it, for troubleshooting labs) and start its clock."""
+@_ssh_options
+def lab_start(
+    lab_id: str,
+    target: str | None,
+    candidate: str | None,
+    db: str | None,
+    inventory: str | None,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_keys: bool,
+) -> None:
+    """Set the node up for the lab (or break it, for troubleshooting labs) and start its clock.
+
+    On a real node (ssh://host, or a host of --inventory) the lab's setup playbook runs through Ansible.
+    """
     from assessor.labs import attempts, lifecycle
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
-    steps = lifecycle.start(x, target)
+    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    steps = lifecycle.start(x, target, options, inventory=inventory)
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
     who = _candidate(candidate)
@@ -165,13 +209,17 @@ def lab_start(lab_id: str, target: str | None, candidate: str | None, db: str | 
 @lab.command("grade")
 @click.argument("lab_id", metavar="ID")
 @click.option(
-    "--target", "-t", metavar="TARGET", help="The node: mock:FILE.json, mock:NAME, ssh://host, local, snapshot:DIR."
+    "--target",
+    "-t",
+    metavar="TARGET",
+    help="The node: mock:FILE.json, mock:NAME, ssh://host, local, snapshot:DIR, a host of --inventory.",
 )
 @click.option("--answer", type=click.Path(dir_okay=False, exists=True), help="Design labs: your answer file (YAML).")
 @click.option("--json", "as_json", is_flag=True, help="The grade as JSON (schema gpulab.grade/1).")
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per captured command.")
+@_ssh_options
 def lab_grade(
     lab_id: str,
     target: str | None,
@@ -180,6 +228,10 @@ def lab_grade(
     candidate: str | None,
     db: str | None,
     timeout: float,
+    inventory: str | None,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_keys: bool,
 ) -> None:
     """Grade the lab: each check with what was observed, points and partial credit, total, pass or not.
 
@@ -208,7 +260,8 @@ def lab_grade(
     else:
         if not target:
             raise InputError(f"`lab grade {x.id}` needs --target (the node you worked on, e.g. mock:node.json)")
-        facts = lifecycle.capture_facts(x, target, timeout=timeout)
+        options = _target_options(identity, known_hosts, accept_new_host_keys)
+        facts = lifecycle.capture_facts(x, target, timeout=timeout, options=options, inventory=inventory)
         ident = lifecycle.identity(facts)
         spec = target
     with attempts.opened(db) as conn:
@@ -288,9 +341,18 @@ def lab_hint(lab_id: str) -> None:
 
 @lab.command("solve")
 @click.argument("lab_id", metavar="ID")
-@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host.")
+@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
-def lab_solve(lab_id: str, target: str | None, out: str | None) -> None:
+@_ssh_options
+def lab_solve(
+    lab_id: str,
+    target: str | None,
+    out: str | None,
+    inventory: str | None,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_keys: bool,
+) -> None:
     """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %."""
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
@@ -307,19 +369,29 @@ def lab_solve(lab_id: str, target: str | None, out: str | None) -> None:
         else:
             click.echo(text, nl=False)
         return
-    for line in lifecycle.solve(x, target):
+    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    for line in lifecycle.solve(x, target, options, inventory=inventory):
         click.echo(line)
 
 
 @lab.command("reset")
 @click.argument("lab_id", metavar="ID")
-@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json or ssh://host.")
-def lab_reset(lab_id: str, target: str | None) -> None:
-    """Restore the node to the lab's healthy fixture."""
+@click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
+@_ssh_options
+def lab_reset(
+    lab_id: str,
+    target: str | None,
+    inventory: str | None,
+    identity: str | None,
+    known_hosts: str | None,
+    accept_new_host_keys: bool,
+) -> None:
+    """Restore the node to the lab's healthy fixture (a real node: the lab's reset playbook)."""
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
-    for line in lifecycle.reset(find_lab(lab_id), target):
+    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    for line in lifecycle.reset(find_lab(lab_id), target, options, inventory=inventory):
         click.echo(line)
 
 

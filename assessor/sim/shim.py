@@ -1,7 +1,8 @@
 """Entry point of a tool shim: ``python -m assessor.sim.shim PROGRAM ARGS...``.
 
 The node's state file comes from ``GPULAB_SIM_STATE``; ``GPULAB_SIM_EUID`` pretends another
-user (tests of root-only commands).
+user (tests of root-only commands); ``GPULAB_SIM_ROOT``, when set, is the directory that holds the
+node's files under / (its ``etc/nccl.conf``, which the simulated nccl-tests read).
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 The output is nccl-tests' (``corpus/nccl_tests/02_...``): the ``# nThread`` header, ``# Using
 devices`` with one line per rank, the two-block result table, the out-of-bounds and average
 footer. With ``NCCL_DEBUG=INFO`` (in the session's environment, or in the node's ``nccl_env``
-as ``/etc/nccl.conf`` would set it) NCCL's INFO lines come between the rank list and the table,
-as in ``corpus/nccl_debug/``: the NCCL version, the network it chose (``NET/IB : Using ...`` or
-``NET/IB : No device found.`` then ``Using network Socket``), ring channels and their P2P
-transport, and NVLS on Hopper NVSwitch systems.
+or ``$GPULAB_SIM_ROOT/etc/nccl.conf``, as ``/etc/nccl.conf`` would set it) NCCL's INFO lines come
+between the rank list and the table, as in ``corpus/nccl_debug/``: the NCCL version, the network it
+chose (``NET/IB : Using ...`` or ``NET/IB : No device found.`` then ``Using network Socket``), ring
+channels and their P2P transport, and NVLS on Hopper NVSwitch systems.
 
 Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to THRESHOLDS.md and the
 8x A100 run in the corpus: a fixed launch latency plus a bandwidth that ramps up with the message
@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
@@ -97,9 +98,45 @@ def _family(gpu: GpuState) -> str | None:
     return None
 
 
+# The per-node root directory of a simulated node's files (the SSH test bed sets one per node): the
+# simulated tools read ``$GPULAB_SIM_ROOT/etc/nccl.conf`` where the real ones read ``/etc/nccl.conf``.
+# Unset, no file is read: the state alone is the node (the controller's own /etc must not leak in).
+ROOT_ENV = "GPULAB_SIM_ROOT"
+
+
+def parse_nccl_conf(text: str) -> dict[str, str]:
+    """``NAME=VALUE`` lines of an nccl.conf; ``#`` comments, blank and malformed lines are skipped, as NCCL does."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.partition("=")
+        if name.strip():
+            out[name.strip()] = value.strip()
+    return out
+
+
+def nccl_conf(env: Mapping[str, str]) -> dict[str, str]:
+    """The node's ``/etc/nccl.conf`` under ``$GPULAB_SIM_ROOT``; empty without a root or a file."""
+    root = env.get(ROOT_ENV)
+    if not root:
+        return {}
+    try:
+        text = (Path(root) / "etc" / "nccl.conf").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    return parse_nccl_conf(text)
+
+
 def merged_env(state: NodeState, env: Mapping[str, str]) -> dict[str, str]:
-    """NCCL's settings: the node's ``nccl_env`` (as /etc/nccl.conf) overridden by the process environment."""
+    """NCCL's settings: the node's ``nccl_env``, then its /etc/nccl.conf, then the process environment.
+
+    NCCL sets a variable from nccl.conf only when the environment does not already have it, so the
+    environment wins; the file's lines win over the state's baseline settings.
+    """
     out = dict(state.nccl_env)
+    out.update(nccl_conf(env))
     out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
     return out
 

@@ -383,7 +383,10 @@ def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResu
     if lost:
         return result(EXIT_GPU_LOST, [], lost)
     if action == "reset":
-        return gpu_reset(chosen, euid)
+        fabric_manager = state.services.get("nvidia-fabricmanager.service")
+        return gpu_reset(
+            chosen, euid, fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active"
+        )
     mode = _mode(parsed.value)
     if mode is None:
         return usage_error()
@@ -441,8 +444,12 @@ def reset_gpu_state(gpu: GpuState) -> None:
         gpu.retired_pages.pending = False
 
 
-def gpu_reset(gpus: list[GpuState], euid: int) -> ToolResult:
-    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while clients hold a GPU."""
+def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -> ToolResult:
+    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while clients hold a GPU.
+
+    On an NVSwitch system a reset GPU registers with the fabric again, which the fabric manager does:
+    with it stopped (``fabric_manager`` False) the GPU stays "In Progress" and CUDA refuses to start.
+    """
     if euid != 0:
         lines = [f"Unable to reset GPU {gpus[0].bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
         return result(EXIT_NO_PERMISSION, lines)
@@ -465,6 +472,8 @@ def gpu_reset(gpus: list[GpuState], euid: int) -> ToolResult:
     lines = []
     for gpu in gpus:
         reset_gpu_state(gpu)
+        if gpu.fabric_state is not None and not fabric_manager:
+            gpu.fabric_state, gpu.fabric_status = "In Progress", None
         lines.append(f"GPU {gpu.bus_id} was successfully reset.")
     lines.append(ALL_DONE)
     return result(EXIT_OK, lines)
