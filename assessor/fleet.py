@@ -17,6 +17,7 @@ from pathlib import Path
 
 from assessor.profiles import Profile
 from assessor.results import TargetResults
+from assessor.snapshot import Snapshot
 from assessor.targets import Target
 
 
@@ -49,9 +50,21 @@ def assess_one(
         return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
     if out is not None and snap.path is None:
         snapshot.write(snap, out / dir_name(job.label), {"target": job.target.spec})
+    if snap.path is None and (missing := no_nvidia(snap)):
+        return TargetResults(job.target.spec, job.target.name or snap.host, [], error=missing)
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
     return TargetResults(job.target.spec, host, run_profile(facts, profile))
+
+
+def no_nvidia(snap: Snapshot) -> str | None:
+    """Why a live node cannot be assessed at all: neither NVML nor nvidia-smi is there."""
+    smi, nvml = snap.sources.get("nvidia-smi-q.xml"), snap.sources.get("nvml.json")
+    if smi is None or smi.status != "missing" or (nvml is not None and nvml.status != "missing"):
+        return None
+    if nvml is not None and nvml.message:
+        return nvml.message
+    return f"no NVIDIA tools on {snap.host or 'the node'}: nvidia-smi is not installed or not on PATH"
 
 
 def dir_name(label: str) -> str:

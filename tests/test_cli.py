@@ -167,3 +167,12 @@ def test_help_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_local_assessment_without_a_driver_is_an_error_naming_the_way_out() -> None:
+    """This machine has no NVIDIA driver: a clear error for the target, not a page of skips."""
+    code, out, _ = gpulab("assess", "-t", "local", "-p", "any-gpu-node", "-f", "json")
+    target = json.loads(out)["targets"][0]
+    assert code == 1
+    assert target["error"] == "NVML library not found: no NVIDIA driver on this host; try --target mock:hgx-h100"
+    assert target["results"] == []
