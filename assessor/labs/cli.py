@@ -298,6 +298,7 @@ def lab_grade(
 
 
 def _print_grade(x: Any, g: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console()
@@ -313,7 +314,8 @@ def _print_grade(x: Any, g: Any) -> None:
             text += f"\n{s.note}"
         if s.credit < 1:
             text += f"\nhint: {s.hint}"
-        table.add_row(s.check, verdict, f"{s.earned:g}/{s.points:g}", _fmt(s.observed), text)
+        # messages and observed values come from the node: never read as markup
+        table.add_row(s.check, verdict, f"{s.earned:g}/{s.points:g}", escape(_fmt(s.observed)), escape(text))
     console.print(table)
     verdict = "PASSED" if g.passed else "NOT PASSED"
     console.print(f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed)")
@@ -432,16 +434,18 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
         }
         click.echo(json.dumps(doc, indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     console = _console()
     if history:
-        table = Table(title=f"attempts of {who}", title_justify="left")
+        table = Table(title=f"attempts of {escape(who)}", title_justify="left")
         for col in ("graded (UTC)", "lab", "score", "result", "host"):
             table.add_column(col)
         for a in history:
             verdict = ("passed" if a.passed else "not passed") + (", late" if a.late else "")
-            table.add_row(a.graded_at[:16].replace("T", " "), a.lab_id, f"{a.percent:g} %", verdict, a.host or a.target)
+            where = escape(a.host or a.target)
+            table.add_row(a.graded_at[:16].replace("T", " "), a.lab_id, f"{a.percent:g} %", verdict, where)
         console.print(table)
     else:
         console.print(f"no attempts recorded for {who} yet")

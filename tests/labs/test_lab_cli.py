@@ -110,3 +110,19 @@ def test_progress_shows_levels_explained_and_flags_other_machines(lab_env: Path,
     assert list(doc["machine_mismatches"]) == ["ib-301"]
     code, out, _ = gpulab("progress", "--candidate", "dee")
     assert "WARNING" in out and "different machines" in out and "Overall level" in out
+
+
+def test_names_from_candidates_and_nodes_are_printed_literally(lab_env: Path, tmp_path: Path):
+    """Rich markup in a candidate's name or a node's output must not be interpreted."""
+    from assessor.sim.fixtures import load_fixture
+    from assessor.sim.state import save_state
+
+    state = tmp_path / "node.json"
+    save_state(load_fixture("dgx-a100", host="[red]evil[/red]"), state)
+    who = "[bold]mallory[/bold]"
+    gpulab("lab", "start", "ib-301", "--target", f"mock:{state}", "--candidate", who)
+    gpulab("lab", "grade", "ib-301", "--target", f"mock:{state}", "--candidate", who)
+    code, out, _ = gpulab("progress", "--candidate", who)
+    assert code == 0
+    assert "attempts of [bold]mallory[/bold]" in out
+    assert "[red]evil[/red]" in out
