@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from tests.sshbed import Node, SshBed  # noqa: E402
+
 BIN = Path(sys.executable).parent
 
 
@@ -66,10 +69,40 @@ def replay_scripts(node_state: Path, out: Path) -> dict[str, str]:
     return {tool: 'case "$*" in\n' + "\n".join(lines) + "\nesac\nexit 2" for tool, lines in cases.items()}
 
 
+def ssh_floor(bed: SshBed, n: int) -> float:
+    """Wall time of `ssh node true` on n nodes at once (OpenSSH client)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(node: Node) -> None:
+        subprocess.run(
+            [
+                "ssh",
+                "-q",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                f"UserKnownHostsFile={bed.known_hosts}",
+                "-o",
+                "ControlMaster=no",
+                "-i",
+                str(bed.client_key),
+                "-p",
+                str(node.port),
+                f"{bed.user}@127.0.0.1",
+                "true",
+            ],
+            check=True,
+        )
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        list(pool.map(one, bed.nodes[:n]))
+    return time.perf_counter() - start
+
+
 def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
     from assessor.capture import COMMANDS
     from assessor.remote import batch
-    from tests.sshbed import SshBed
 
     root = Path(tempfile.mkdtemp(prefix="gpulab-bench-"))
     bed = SshBed(root)
@@ -128,14 +161,18 @@ def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
                 if rc != 0:
                     raise SystemExit(f"ansible failed (exit {rc}) on {n} nodes")
                 a_times.append(t)
-            rows.append((n, statistics.median(g_times), statistics.median(a_times)))
+            rows.append((n, statistics.median(g_times), statistics.median(a_times), ssh_floor(bed, n)))
         one = rows[0][1]
         print(f"fleet capture+assess over loopback sshd, node tools: {tools}, forks {forks}, median of {rounds} runs")
-        print(f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15}")
-        for n, g, a in rows:
-            print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x")
+        print(
+            f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15} {'ssh true s':>11}"
+        )
+        for n, g, a, floor in rows:
+            print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x {floor:>11.2f}")
         print("(gpulab: connect, one batched capture, parse and grade the hgx-h100 profile;")
-        print(" ansible: the same capture script through `ansible all -m shell`, no grading)")
+        print(" ansible: the same capture script through `ansible all -m shell`, no grading;")
+        print(" ssh true: OpenSSH running `true` on the same nodes at once: the floor any SSH tool pays here,")
+        print(" where the nodes' sshd and tools share the controller's cores)")
     finally:
         bed.stop()
         shutil.rmtree(root, ignore_errors=True)
