@@ -115,7 +115,11 @@ class SshBed:
                 (own / tool).chmod(0o755)
             dirs.insert(0, str(own))
         path = ":".join([*dirs, "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"])
-        setenv = {"PATH": path, "GPULAB_SIM_STATE": str(node.state), **(env or {})}
+        # Each node has its own home: the login shell then reads the node's (empty) rc files, not the
+        # host user's, which may run slow set-up (pyenv init) on every session like no GPU node would.
+        home = node.directory / "home"
+        home.mkdir(exist_ok=True)
+        setenv = {"PATH": path, "GPULAB_SIM_STATE": str(node.state), "HOME": str(home), **(env or {})}
         if sim_root:
             node.root = node.directory / "root"
             (node.root / "etc").mkdir(parents=True, exist_ok=True)
