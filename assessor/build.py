@@ -49,6 +49,8 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
                 partial = parse(spec.name, source.text, source=name)
             except ParseError as exc:
                 problem = str(exc)
+            except Exception as exc:  # a parser bug: that source is unusable, the run goes on
+                problem = f"{name}: could not be parsed ({type(exc).__name__}: {exc}); please report it with the file"
             else:
                 _merge(facts, partial, name)
                 for field_name, text in partial.problems.items():

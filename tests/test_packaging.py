@@ -12,7 +12,8 @@ from tests.conftest import ROOT
 
 def test_wheel_carries_labs_playbooks_reports_profiles_schemas_and_fixtures(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
+        + [str(ROOT)],
         check=True,
         capture_output=True,
     )

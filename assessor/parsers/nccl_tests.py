@@ -88,14 +88,14 @@ def _layout_from_header(tokens: list[str]) -> _Layout | None:
 
 def _float(value: str) -> float:
     number = float(value)
-    if math.isnan(number):
-        raise ValueError("nan")
+    if not math.isfinite(number):
+        raise ValueError(value)
     return number
 
 
 def _wrong(value: str) -> int | None:
     # Validation off (-c 0) prints N/A; %g may print 1e+06 for a large count.
-    return None if value.upper() == "N/A" else int(float(value))
+    return None if value.upper() == "N/A" else int(_float(value))
 
 
 def _row(tokens: list[str], layout: _Layout) -> NcclRow:
