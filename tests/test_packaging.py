@@ -11,9 +11,9 @@ from tests.conftest import ROOT
 
 
 def test_wheel_carries_labs_playbooks_reports_profiles_schemas_and_fixtures(tmp_path: Path) -> None:
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path)]
-        + [str(ROOT)],
+        [*pip_wheel, "-w", str(tmp_path), str(ROOT)],
         check=True,
         capture_output=True,
     )
