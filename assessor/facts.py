@@ -250,6 +250,9 @@ class NcclRun:
         return max(values) if values else None
 
 
+MIB_PER_SEC_TO_GBITS = (1 << 20) * 8 / 1e9
+
+
 @dataclass
 class PerftestRow:
     size_bytes: int
@@ -268,14 +271,17 @@ class PerftestRun:
     rows: list[PerftestRow] = field(default_factory=list)
 
     def average_gbits(self) -> float | None:
-        """BW average at the largest message size, in Gb/s whatever the unit printed."""
+        """BW average at the largest message size, in Gb/s whatever the unit printed.
+
+        perftest's MB/sec is MiB/s (its format_factor is 0x100000); --report_gbits is 10^9 bits/s.
+        """
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)
         if last.bw_average is None:
             return None
         if self.unit and self.unit.lower().startswith("mb"):
-            return last.bw_average * 8 / 1000
+            return last.bw_average * MIB_PER_SEC_TO_GBITS
         return last.bw_average
 
 

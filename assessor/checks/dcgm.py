@@ -15,8 +15,13 @@ def _name(test: DcgmTest) -> str:
 
 
 def _first_detail(test: DcgmTest) -> str:
-    detail = next((d.strip() for d in test.details if d.strip()), "")
-    return f" ({detail})" if detail else ""
+    """The detail that explains the result: a failed row's cell lists passing GPUs first
+    ("Pass - GPUs: 1, 2, ..."), so those are left out and the failing GPU and its warning kept."""
+    details = [d.strip() for d in test.details if d.strip()]
+    if test.result.strip().lower() != "pass":
+        details = [d for d in details if not d.lower().startswith("pass")] or details
+    shown = "; ".join(details[:2])
+    return f" ({shown})" if shown else ""
 
 
 @check(

@@ -108,7 +108,10 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         expected["min_ports"] = int(min_ports)
         if active < int(min_ports):
             fails.append(f"{active} Active ports, expected at least {min_ports}")
-            hints.append(DOWN_HINT)
+            # Ports listed above already carry their cause (no SM, no link); blame cables only
+            # when the shortfall is all there is.
+            if not hints:
+                hints.append(DOWN_HINT)
     if considered == 0 and not fails:
         what = f"{layer} ports" if layer else "InfiniBand ports"
         return result(
@@ -214,6 +217,13 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
     params=(
         Param("expected", "str", "InfiniBand", "link layer every selected port must have (InfiniBand or Ethernet)"),
         Param("ports", "list", None, "CA names or ca/port to check (None: all), to leave out a front-end NIC"),
+        Param(
+            "min_ports",
+            "int",
+            None,
+            "with ports unset: pass when at least this many ports have the expected layer, naming the others "
+            "(front-end or storage NICs) without failing them (None: every port must match)",
+        ),
     ),
     doc=(
         "Verifies that the compute ports run the expected link layer. A ConnectX port set to Ethernet on an "
@@ -229,11 +239,26 @@ def ib_link_layer(facts: NodeFacts, params: dict[str, Any]) -> Result:
     unknown = [port_name(p) for p, _ in chosen if p.link_layer is None]
     observed = {f"{p.ca}/{p.port}": p.link_layer for p, _ in chosen}
     fails = [f"{name} not found" for name in missing] + [f"{port_name(p)} is {p.link_layer}" for p in wrong]
+    min_ports = params.get("min_ports")
+    others = ""
+    if min_ports is not None and not params.get("ports"):
+        matching = sum(1 for p, _ in chosen if (p.link_layer or "").lower() == expected.lower())
+        if matching >= int(min_ports):
+            # Enough compute ports: the rest are other NICs (DGX/HGX nodes carry Ethernet storage ports).
+            others = "; other ports: " + ", ".join(f"{port_name(p)} {p.link_layer}" for p in wrong) if wrong else ""
+            fails = []
+            unknown = []
+            chosen = [(p, e) for p, e in chosen if (p.link_layer or "").lower() == expected.lower()]
+        else:
+            shortfall = f"{matching} {expected} ports, expected at least {min_ports}"
+            # A suffix after the odd ports, so the limit on listed ports never hides the count.
+            others = f" ({shortfall})" if fails else ""
+            fails = fails or [shortfall]
     if fails:
         return result(
             "ib.link_layer",
             "fail",
-            join_limited(fails),
+            join_limited(fails) + others,
             observed=observed,
             expected=expected,
             hint=f"set the port type with mlxconfig -d <device> set LINK_TYPE_P1="
@@ -257,7 +282,9 @@ def ib_link_layer(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=expected,
             hint="recapture ibstat",
         )
-    return result("ib.link_layer", "pass", f"{len(chosen)} ports are {expected}", observed=observed, expected=expected)
+    return result(
+        "ib.link_layer", "pass", f"{len(chosen)} ports are {expected}{others}", observed=observed, expected=expected
+    )
 
 
 PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
@@ -292,6 +319,7 @@ def ib_peermem(facts: NodeFacts, params: dict[str, Any]) -> Result:
     )
 
 
+# perftest divides bytes/s by 0x100000 for MB/sec and by 125000000 for Gb/sec: its MB is 2**20 bytes.
 @check(
     "ib.write_bw",
     title="RDMA write bandwidth",
@@ -306,7 +334,8 @@ def ib_peermem(facts: NodeFacts, params: dict[str, Any]) -> Result:
     ),
     doc=(
         "Compares the BW average of a perftest ib_write_bw run at its largest message size with the port's "
-        "reference (MB/sec output is converted to Gb/s). It measures one HCA and its path to a peer node, "
+        "reference (MB/sec output, 2^20 bytes per MB in perftest, is converted to Gb/s). It measures one HCA "
+        "and its path to a peer node, "
         "catching slow cables, PCIe downshifts and missing GPUDirect."
     ),
     remedy=(

@@ -62,3 +62,18 @@ def test_no_tests_errors():
 def test_diag_missing_skips_and_broken_errors():
     assert run("dcgm.diag", node()).status == "skip"
     assert run("dcgm.diag", node(problems={"dcgm_diag": "Error: unable to connect to host engine"})).status == "error"
+
+
+def test_failed_test_names_the_failing_gpu_not_the_passing_ones():
+    # dcgmi diag prints the passing GPUs first in a failed row's cell (as the simulator's
+    # ecc-uncorrectable output does): "Pass - GPUs: 1..7", then "Fail - GPU: 0", then the warning
+    tests = diag(*PASSING, ("Hardware", "GPU Memory", "Fail"))
+    tests.tests[-1].details = [
+        "Pass - GPUs: 1, 2, 3, 4, 5, 6, 7",
+        "Fail - GPU: 0",
+        "Warning: GPU 0 had 2 uncorrectable ECC errors (DBE) since the last reset.",
+    ]
+    r = run("dcgm.diag", node(dcgm_diag=tests))
+    assert r.status == "fail"
+    assert "Pass - GPUs" not in r.message
+    assert "Hardware/GPU Memory (Fail - GPU: 0; Warning: GPU 0 had 2 uncorrectable ECC errors" in r.message

@@ -161,10 +161,18 @@ def test_write_bw_h100_auto_threshold():
 
 
 def test_write_bw_mb_per_sec_is_converted():
-    # 24000 MB/sec = 192 Gb/s, above the A100 HDR 180 reference
+    # perftest's MB is 2**20 bytes (format_factor 0x100000): 24000 MB/sec = 201.33 Gb/s, above A100's 180
     r = run("ib.write_bw", node(gpus=gpus(8, A100), ib_write_bw=perftest(24000, unit="MB/sec")))
     assert r.status == "pass"
-    assert r.observed["gbits"] == 192.0
+    assert r.observed["gbits"] == 201.33
+
+
+def test_write_bw_mb_per_sec_near_ndr_line_rate_passes_h100():
+    # 46000 MiB/s is 385.9 Gb/s, above the H100 reference of 380; read as 10**6 bytes it would be
+    # 368 Gb/s and fail a healthy NDR port.
+    r = run("ib.write_bw", node(gpus=gpus(8), ib_write_bw=perftest(46000, unit="MB/sec")))
+    assert r.status == "pass"
+    assert r.observed["gbits"] == 385.88
 
 
 def test_write_bw_small_messages_warn_not_fail():
@@ -181,3 +189,49 @@ def test_write_bw_missing_and_broken_and_no_reference():
     assert run("ib.write_bw", node(gpus=gpus(8))).status == "skip"
     assert run("ib.write_bw", node(problems={"ib_write_bw": "no header"})).status == "error"
     assert run("ib.write_bw", node(gpus=gpus(2, L40S), ib_write_bw=perftest(100))).status == "skip"
+
+
+def test_no_subnet_manager_hint_does_not_blame_cables():
+    # every port Initializing/LinkUp (sim fault no-subnet-manager): the shortfall below min_ports is
+    # the SM's doing, so the hint must not send anyone to the cables
+    ports = [ib_port(f"mlx5_{i}", state="Initializing", phys="LinkUp") for i in range(8)]
+    r = run("ib.ports_active", node(ib_ports=ports), link_layer="InfiniBand", min_ports=8)
+    assert r.status == "fail"
+    assert "opensm" in str(r.hint)
+    assert "Polling" not in str(r.hint) and "cable" not in str(r.hint)
+
+
+def test_min_ports_shortfall_alone_still_hints_at_cables():
+    r = run("ib.ports_active", node(ib_ports=ndr_ports(6)), min_ports=8)
+    assert r.status == "fail"
+    assert "6 Active ports, expected at least 8" in r.message
+    assert "cable" in str(r.hint)
+
+
+def test_link_layer_min_ports_tolerates_front_end_ethernet_nics():
+    # corpus/ibstat/03: a healthy H100 node, 8 InfiniBand compute ports Active at 400 plus four
+    # Ethernet front-end/storage ports; the shipped profiles must not fail it
+    from assessor.parsers import ibstat
+    from tests.conftest import read_corpus
+
+    ports = ibstat.parse(read_corpus("ibstat/03_h100_mixed_ib_eth_some_disabled.txt")).ib_ports
+    r = run("ib.link_layer", node(ib_ports=ports), expected="InfiniBand", min_ports=8)
+    assert r.status == "pass"
+    assert "8 ports are InfiniBand" in r.message and "mlx5_1" in r.message  # the others are named
+    r = run("ib.link_layer", node(ib_ports=ports), expected="InfiniBand", min_ports=9)
+    assert r.status == "fail"
+    assert "8 InfiniBand ports, expected at least 9" in r.message
+    assert "mlx5_1 port 1 is Ethernet" in r.message
+
+
+def test_link_layer_without_min_ports_still_fails_every_odd_port():
+    ports = [*ndr_ports(2), ib_port("mlx5_9", layer="Ethernet")]
+    r = run("ib.link_layer", node(ib_ports=ports))
+    assert r.status == "fail"
+    assert r.message == "mlx5_9 port 1 is Ethernet"
+
+
+def test_link_layer_min_ports_fails_when_too_few_ports_even_if_none_is_odd():
+    r = run("ib.link_layer", node(ib_ports=ndr_ports(4)), min_ports=8)
+    assert r.status == "fail"
+    assert r.message == "4 InfiniBand ports, expected at least 8"

@@ -45,7 +45,7 @@ def test_perftest_read_bw_in_megabytes_converts_to_gbits() -> None:
     run = run_of(read_corpus("perftest/03_ib_read_bw_mbsec_outstand_reads.txt"))
     assert (run.test, run.device, run.unit) == ("RDMA_Read BW Test", "mlx5_1", "MB/sec")
     assert run.rows[-1].bw_average == 19.50
-    assert run.average_gbits() == pytest.approx(19.50 * 8 / 1000)
+    assert run.average_gbits() == pytest.approx(19.50 * 1048576 * 8 / 1e9)  # perftest's MB is MiB
 
 
 def test_perftest_quote_prefix_removed_only_when_the_paste_is_quoted() -> None:
@@ -65,7 +65,7 @@ def test_perftest_send_bw_title() -> None:
     )
     run = run_of(text)
     assert (run.test, run.device, run.link_type, run.unit) == ("Send BW Test", "mlx5_4", "Ethernet", "MB/sec")
-    assert run.average_gbits() == pytest.approx(92.7072)
+    assert run.average_gbits() == pytest.approx(11588.40 * 1048576 * 8 / 1e9)  # 97.2 Gb/s
 
 
 def test_perftest_run_that_never_printed_results_has_no_rows() -> None:
