@@ -43,7 +43,7 @@ def h100() -> NodeState:
 def test_short_run_is_the_software_tests_all_passing(h100: NodeState) -> None:
     d = diag(h100, "1")
     assert (d.version, d.metadata["Driver Version Detected"]) == ("3.3.8", "565.57.01")
-    assert d.metadata["GPU Device IDs Detected"].startswith("2330, 2330")
+    assert d.metadata["GPU Device IDs Detected"] == ",".join(["2330"] * 8)
     assert [t.name for t in d.tests] == SOFTWARE
     assert {(t.category, t.result) for t in d.tests} == {("Deployment", "Pass")}
 
@@ -142,3 +142,13 @@ def test_dcgm_4_nodes_print_the_4x_layout() -> None:
 def test_bad_run_level_is_a_usage_error(h100: NodeState) -> None:
     result = run_tool(["dcgmi", "diag", "-r", "9"], Session(state=h100))
     assert result.exit_code != 0 and "run level" in result.stderr
+
+
+def test_device_ids_of_eight_gpus_fit_one_row_comma_joined_like_dcgm_3_3(h100: NodeState) -> None:
+    # Published `dcgmi diag` runs of DCGM 3.3.x on 8x H100 print the ids joined by a bare comma, on one row:
+    # "| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |"
+    out = run_tool(["dcgmi", "diag", "-r", "1"], Session(state=h100)).stdout
+    rows = [line for line in out.splitlines() if "Device IDs" in line]
+    assert rows == ["| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |"]
+    following = out.splitlines()[out.splitlines().index(rows[0]) + 1]
+    assert following.startswith("|-----  Deployment")

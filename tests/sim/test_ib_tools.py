@@ -3,6 +3,9 @@ parsers and says what the node state says."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from assessor.facts import NodeFacts
@@ -146,3 +149,43 @@ def test_ib_write_bw_gpudirect_needs_nvidia_peermem(h100: NodeState) -> None:
     assert "Couldn't allocate MR" in result.stderr
     # Host memory still works without it.
     assert run(h100, "ib_write_bw", "-d", "mlx5_0", "peer01").exit_code == 0
+
+
+def _shape(line: str) -> str:
+    """A row with every digit blanked: the layout a parser or an eye compares, not the figures."""
+    return re.sub(r"[0-9a-f]", "9", line.removeprefix("> "))
+
+
+def test_ib_write_bw_rows_have_the_layout_of_the_real_report_gbits_sweep(h100: NodeState, corpus: Path) -> None:
+    # corpus/perftest/01: tiny bandwidths print with six decimals and spaces, the rest with two and tabs
+    real = (corpus / "perftest/01_ib_write_bw_edr_ib_gbits_small_sizes.txt").read_text().splitlines()
+    real_rows = {line.split()[1]: line for line in real if re.match(r">\s+\d+\s+5000\s", line)}
+    out = run(h100, "ib_write_bw", "-a", "-d", "mlx5_0", "--report_gbits", "peer01").stdout.splitlines()
+    sim_rows = {line.split()[0]: line for line in out if re.match(r"\s+\d+\s+5000\s", line)}
+    for size in ("2", "4", "8"):
+        assert _shape(sim_rows[size]) == _shape(real_rows[size])
+    header = next(line for line in real if "#bytes" in line)
+    assert header.removeprefix("> ") in out
+
+
+def test_ib_write_bw_prints_lids_like_perftest_does(h100: NodeState, corpus: Path) -> None:
+    # perftest prints the LID with C's %#04x: "LID 0x02" in corpus/perftest/01, "0x80" for 128, "0000" for 0 (RoCE)
+    real = (corpus / "perftest/01_ib_write_bw_edr_ib_gbits_small_sizes.txt").read_text()
+    assert " local address: LID 0x02 QPN " in real
+    out = run(h100, "ib_write_bw", "-d", "mlx5_0", "peer01").stdout
+    assert f" local address: LID {h100.hca('mlx5_0').ports[0].base_lid:#04x} QPN " in out
+    port = h100.hca("mlx5_0").ports[0]
+    port.link_layer, port.base_lid = "Ethernet", 0
+    roce = run(h100, "ib_write_bw", "-d", "mlx5_0", "peer01").stdout
+    assert " local address: LID 0000 QPN " in roce and " remote address: LID 0000 QPN " in roce
+
+
+def test_ib_write_bw_mb_per_sec_is_mib_like_perftest(h100: NodeState, corpus: Path) -> None:
+    # corpus/perftest/03: "8  1000  19.51  19.50  2.556366" -> 8 B x 2.556366e6 /s = 19.50 x 2**20 B/s
+    real = (corpus / "perftest/03_ib_read_bw_mbsec_outstand_reads.txt").read_text().splitlines()
+    size, _, _, average, rate = next(line.split() for line in real if line.startswith(" 8 "))
+    assert abs(int(size) * float(rate) * 1e6 / 2**20 - float(average)) < 0.01
+    out = run(h100, "ib_write_bw", "-a", "-d", "mlx5_0", "peer01").stdout.splitlines()
+    for line in (row for row in out if re.match(r"\s+\d+\s+5000\s", row)):
+        size, _, _, average, rate = line.split()
+        assert abs(int(size) * float(rate) * 1e6 / 2**20 - float(average)) <= 0.01 * float(average) + 0.01

@@ -579,3 +579,74 @@ def test_a_lost_gpu_is_reported_and_left_out() -> None:
     assert gpus is not None
     assert "00000000:3A:00.0" not in [g.bus_id for g in gpus]
     assert len(gpus) == 7
+
+
+def _keys(lines: list[str]) -> list[str]:
+    """The indented key of every ``Key : value`` or heading line (values differ between machines)."""
+    return [line.split(" : ", 1)[0].rstrip() for line in lines if line.strip()]
+
+
+def test_query_text_keys_follow_the_real_565_h100_sample_in_order() -> None:
+    # Every key the simulator prints for GPU 0 is a key of the real 565 sample, in the same order and
+    # nesting: the sample has more sections (BAR1, utilization, ...) but nothing the simulator invents.
+    out = smi(fresh("hgx-h100"), "-i", "0", "-q").stdout.splitlines()
+    real = iter(_keys(read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt").splitlines()))
+    missing = [key for key in _keys(out) if not any(key == r for r in real)]
+    assert missing == []
+
+
+def test_query_text_shows_the_565_sram_split_and_t_limit_temperatures_on_h100() -> None:
+    out = smi(fresh("hgx-h100"), "-i", "0", "-q").stdout.splitlines()
+    sample = read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt").splitlines()
+    for line in (
+        "            SRAM Uncorrectable Parity     : 0",
+        "            SRAM Uncorrectable SEC-DED    : 0",
+        "            SRAM Threshold Exceeded       : No",
+        "        Aggregate Uncorrectable SRAM Sources",
+        "            Max                           : 2560 bank(s)",
+        "        GPU T.Limit Temp                  : 57 C",
+        "        GPU Shutdown T.Limit Temp         : -8 C",
+        "        GPU Slowdown T.Limit Temp         : -2 C",
+        "        Memory Max Operating T.Limit Temp : 0 C",
+    ):
+        assert line in sample
+        assert line in out
+    assert not any("GPU Shutdown Temp" in line or "SRAM Uncorrectable  " in line for line in out)
+
+
+def test_query_keeps_the_535_forms_on_a100() -> None:
+    # 535 prints one SRAM uncorrectable count and absolute thresholds (corpus nvidia_smi_xml/a100-...-535-v12.xml)
+    session = fresh("dgx-a100")
+    text = smi(session, "-i", "0", "-q").stdout
+    assert "            SRAM Uncorrectable            : 0" in text.splitlines()
+    assert "        GPU Slowdown Temp" in text and "T.Limit" not in text
+    xml = smi(session, "-i", "0", "-q", "-x").stdout
+    real = read_corpus("nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml")
+    for tag in ("<sram_uncorrectable>", "<gpu_temp_tlimit>N/A</gpu_temp_tlimit>"):
+        assert tag in real and tag in xml
+    assert "sram_uncorrectable_parity" not in xml
+
+
+def test_xml_of_565_has_the_split_sram_counts_and_still_parses() -> None:
+    session = fresh("hgx-h100")
+    xml = smi(session, "-i", "0", "-q", "-x").stdout
+    real = read_corpus("nvidia_smi_xml/rtx-3080-595-v13.xml")
+    for tag in (
+        "<sram_uncorrectable_parity>",
+        "<sram_uncorrectable_secded>",
+        "<sram_threshold_exceeded>",
+        "<aggregate_uncorrectable_sram_sources>",
+        "<sram_other>",
+    ):
+        assert tag in real and tag in xml
+    assert "<gpu_temp_tlimit>57 C</gpu_temp_tlimit>" in xml
+    gpus = nvidia_smi_xml.parse(xml).gpus
+    assert gpus is not None
+    gpu = gpus[0]
+    assert (gpu.ecc_volatile_uncorrected, gpu.ecc_aggregate_uncorrected) == (0, 0)
+    state = load_fixture("hgx-h100")
+    state.gpus[0].ecc.volatile_uncorrected = state.gpus[0].ecc.aggregate_uncorrected = 3
+    faulted_gpus = nvidia_smi_xml.parse(smi(Session(state=state), "-i", "0", "-q", "-x").stdout).gpus
+    assert faulted_gpus is not None
+    faulted = faulted_gpus[0]
+    assert (faulted.ecc_volatile_uncorrected, faulted.ecc_aggregate_uncorrected) == (3, 3)

@@ -13,6 +13,7 @@ from assessor.parsers import parse
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState, load_state, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
+from tests.conftest import read_corpus
 
 SHOW = ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"]
 
@@ -231,3 +232,13 @@ def test_os_release_and_uname(h100: NodeState) -> None:
     assert run(h100, "uname", "-r").stdout == "5.15.0-91-generic\n"
     assert run(h100, "uname", "-n").stdout == "hgx-h100-01\n"
     assert run(h100, "cat", "/etc/shadow").stderr == "cat: /etc/shadow: No such file or directory\n"
+
+
+def test_systemctl_status_names_the_main_pid_by_its_15_character_comm(h100: NodeState) -> None:
+    # corpus/fabricmanager/02: "   Main PID: 29850 (nv-fabricmanage)" (TASK_COMM_LEN cuts nv-fabricmanager)
+    assert (
+        "   Main PID: 29850 (nv-fabricmanage)"
+        in read_corpus("fabricmanager/02_systemctl_status_active_running_b200_nvlsm.txt").splitlines()
+    )
+    out = run(h100, "systemctl", "status", "nvidia-fabricmanager").stdout
+    assert any(line.startswith("   Main PID: ") and line.endswith(" (nv-fabricmanage)") for line in out.splitlines())

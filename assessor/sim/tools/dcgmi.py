@@ -163,13 +163,18 @@ def _gpu_list(indices: list[int]) -> str:
     return ", ".join(str(i) for i in indices)
 
 
+def _device_ids(gpus: list[GpuState]) -> str:
+    # dcgmi joins the PCI device ids with a bare comma: eight H100s fit the cell on one row
+    # (``2330,2330,2330,2330,2330,2330,2330,2330``), as published DCGM 3.3 runs show.
+    return ",".join(f"{g.pci_device_id >> 16:04x}" for g in gpus)
+
+
 def _render_3x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dict[str, _Outcome]) -> str:
     lines = ["Successfully ran diagnostic for group.\n", _RULE, _row("Diagnostic", "Result"), _HEADER_RULE]
     lines.append(_section("Metadata", "|"))
     lines.append(_row("DCGM Version", state.perf.dcgm_version or "3.3.5"))
     lines.append(_row("Driver Version Detected", state.driver.version))
-    ids = ", ".join(f"{g.pci_device_id >> 16:04x}" for g in gpus)
-    lines.extend(_message_rows("GPU Device IDs Detected", ids))
+    lines.extend(_message_rows("GPU Device IDs Detected", _device_ids(gpus)))
     category = None
     indices = [g.index for g in gpus]
     for cat, name, _, lvl in _TESTS:
@@ -210,7 +215,7 @@ def _render_4x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dic
     lines.append(_section("Metadata", "|"))
     lines.append(_row("DCGM Version", state.perf.dcgm_version or "4.2.3"))
     lines.append(_row("Driver Version Detected", state.driver.version))
-    lines.extend(_message_rows("GPU Device IDs Detected", ", ".join(f"{g.pci_device_id >> 16:04x}" for g in gpus)))
+    lines.extend(_message_rows("GPU Device IDs Detected", _device_ids(gpus)))
     # DCGM 4 folds the software checks into one plugin.
     plugins: dict[str, tuple[str, int, list[str]]] = {}
     for cat, name, plugin, lvl in _TESTS:

@@ -305,6 +305,15 @@ def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
 # ---- ib_write_bw -----------------------------------------------------------------------------
 
 _RULE = "-" * 87 + "\n"
+_GBITS_TO_MIBS = 1e9 / 8 / 2**20
+_SMALL_BW = 0.1  # below this (in the report's unit) perftest prints the row with %.6f figures
+
+
+def _c_hex(value: int, width: int) -> str:
+    """C's ``%#0<width>x``: ``0x80`` for 128 at width 4, but ``0000`` for zero (``#`` adds no 0x to 0)."""
+    return f"{value:#0{width}x}" if value else "0" * width
+
+
 _DEFAULT_SIZE = 65536
 _DEFAULT_ITERS = 5000
 # A single RC queue pair posts about 2.6 million writes a second (corpus/perftest/01): small
@@ -435,12 +444,15 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     seed = int(hashlib.sha256(f"{state.host}:{hca.name}".encode()).hexdigest()[:8], 16)
     local_lid = port.base_lid
     out.append(
-        f" local address: LID {local_lid:#06x} QPN {seed % 0xFFFF:#06x} PSN {seed % 0xFFFFFF:#08x} "
+        f" local address: LID {_c_hex(local_lid, 4)} QPN {seed % 0xFFFF:#06x} PSN {seed % 0xFFFFFF:#08x} "
         f"RKey {seed % 0xFFFFF:#08x} VAddr {0x7F0000000000 + seed % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     remote_lid = local_lid + 1 if server not in (None, "localhost", "127.0.0.1") else local_lid
+    if link == "Ethernet":
+        remote_lid = 0  # RoCE has no LIDs: both ends print 0000
     out.append(
-        f" remote address: LID {remote_lid:#06x} QPN {(seed >> 3) % 0xFFFF:#06x} PSN {(seed >> 5) % 0xFFFFFF:#08x} "
+        f" remote address: LID {_c_hex(remote_lid, 4)} QPN {(seed >> 3) % 0xFFFF:#06x} "
+        f"PSN {(seed >> 5) % 0xFFFFFF:#08x} "
         f"RKey {(seed >> 7) % 0xFFFFF:#08x} VAddr {0x7F0000000000 + (seed >> 2) % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     out.append(_RULE)
@@ -450,8 +462,16 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
         top = average * 1.0004
         msg_rate = average * 1000.0 / (8 * s)
         if not gbits:
-            top, average = top * 1000 / 8, average * 1000 / 8  # Gb/s -> MB/s (perftest's MB is 10^6)
-        out.append(f" {s:<10d} {iters:<10d}       {top:<7.2f}            {average:<7.2f}\t\t   {msg_rate:<7.6f}\n")
+            # Gb/s -> perftest's MB/sec, which is MiB/s: in corpus/perftest/03, 8 B x 2.556366 Mpps
+            # is 20.45e6 B/s and the row says 19.50 MB/sec (20.45e6 / 2**20).
+            top, average = top * _GBITS_TO_MIBS, average * _GBITS_TO_MIBS
+        if gbits and average < _SMALL_BW:
+            # perftest switches to six decimals (and plain spaces) when the bandwidth is tiny
+            out.append(
+                f" {s:<7d}    {iters:<10d}     {top:<7.6f}            {average:<7.6f}            {msg_rate:<7.6f}\n"
+            )
+        else:
+            out.append(f" {s:<10d} {iters:<10d}       {top:<7.2f}            {average:<7.2f}\t\t   {msg_rate:<7.6f}\n")
     out.append(_RULE)
     text = "".join(out)
     if server is None:

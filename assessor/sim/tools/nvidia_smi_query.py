@@ -59,6 +59,49 @@ def mig_uuid(gpu: GpuState, gi_id: int, ci_id: int) -> str:
     return f"MIG-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def _driver_major(state: NodeState) -> int:
+    head = state.driver.version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def split_sram_counts(state: NodeState) -> bool:
+    """Whether this driver splits SRAM uncorrectable errors into parity and SEC-DED counts.
+
+    535 prints one ``SRAM Uncorrectable`` (corpus nvidia_smi_xml/a100-...-535); 565 and 595 print
+    ``SRAM Uncorrectable Parity``/``SEC-DED``, ``SRAM Threshold Exceeded`` and the SRAM sources
+    (corpus nvml/nvidia_smi_q_H100_SXM_gpu0.txt, nvidia_smi_xml/rtx-3080-595). 550 is where the
+    split is placed here; no fixture has a driver between 535 and 565.
+    """
+    return _driver_major(state) >= 550
+
+
+def tlimit_temperatures(state: NodeState, g: GpuState) -> bool:
+    """Whether ``-q`` shows Hopper's T.Limit temperatures instead of absolute thresholds.
+
+    corpus nvml/nvidia_smi_q_H100_SXM_gpu0.txt (H100 SXM, 565): ``GPU T.Limit Temp : 57 C`` (the
+    margin to the max operating temperature, 87 C - 30 C) and fixed thresholds on that scale.
+    """
+    return g.architecture == "Hopper" and _driver_major(state) >= 550
+
+
+# The T.Limit thresholds an H100 SXM reports (degrees relative to its T.Limit point).
+_TLIMIT_SHUTDOWN_C = -8
+_TLIMIT_SLOWDOWN_C = -2
+_SRAM_SOURCES = (
+    ("sram_l2", "SRAM L2"),
+    ("sram_sm", "SRAM SM"),
+    ("sram_microcontroller", "SRAM Microcontroller"),
+    ("sram_pcie", "SRAM PCIE"),
+    ("sram_other", "SRAM Other"),
+)
+
+
+def _tlimit_margin(g: GpuState) -> str:
+    if g.temperature_c is None or g.temperature_max_operating_c is None:
+        return NA
+    return _temp(g.temperature_max_operating_c - g.temperature_c)
+
+
 def _watts(value: float | None) -> str:
     return NA if value is None else f"{value:.2f} W"
 
@@ -175,12 +218,12 @@ def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
     x.leaf("current_ecc", enabled(g.ecc_mode_current))
     x.leaf("pending_ecc", enabled(g.ecc_mode_pending))
     x.close("ecc_mode")
-    _xml_ecc(x, g)
+    _xml_ecc(x, g, split_sram_counts(state))
     _xml_retired(x, g)
     _xml_remapped(x, g)
     x.open("temperature")
     x.leaf("gpu_temp", _temp(g.temperature_c))
-    x.leaf("gpu_temp_tlimit", NA)
+    x.leaf("gpu_temp_tlimit", _tlimit_margin(g) if tlimit_temperatures(state, g) else NA)
     x.leaf("gpu_temp_max_threshold", _temp(g.temperature_shutdown_c))
     x.leaf("gpu_temp_slow_threshold", _temp(g.temperature_slowdown_c))
     x.leaf("gpu_temp_max_gpu_threshold", _temp(g.temperature_max_operating_c))
@@ -275,7 +318,7 @@ def _xml_pci(x: _Xml, g: GpuState) -> None:
     x.close("pci")
 
 
-def _xml_ecc(x: _Xml, g: GpuState) -> None:
+def _xml_ecc(x: _Xml, g: GpuState, split: bool) -> None:
     x.open("ecc_errors")
     on = bool(g.ecc_mode_current)
     for scope, corrected, uncorrected in (
@@ -285,10 +328,21 @@ def _xml_ecc(x: _Xml, g: GpuState) -> None:
         # HBM errors are DRAM errors; the SRAM counters stay at zero.
         x.open(scope)
         x.leaf("sram_correctable", 0 if on else NA)
-        x.leaf("sram_uncorrectable", 0 if on else NA)
+        if split:
+            x.leaf("sram_uncorrectable_parity", 0 if on else NA)
+            x.leaf("sram_uncorrectable_secded", 0 if on else NA)
+        else:
+            x.leaf("sram_uncorrectable", 0 if on else NA)
         x.leaf("dram_correctable", corrected if on else NA)
         x.leaf("dram_uncorrectable", uncorrected if on else NA)
+        if split and scope == "aggregate":
+            x.leaf("sram_threshold_exceeded", "No" if on else NA)
         x.close(scope)
+    if split:
+        x.open("aggregate_uncorrectable_sram_sources")
+        for tag, _ in _SRAM_SOURCES:
+            x.leaf(tag, 0 if on else NA)
+        x.close("aggregate_uncorrectable_sram_sources")
     x.close("ecc_errors")
 
 
@@ -327,8 +381,9 @@ def _xml_remapped(x: _Xml, g: GpuState) -> None:
 
 
 def _banks(g: GpuState) -> int:
-    # Spare-row banks grow with the HBM: 2560 on an 80 GB H100 (corpus -q); roughly one per 32 MiB.
-    return max(g.memory_total_mib // 32, 1)
+    # Spare-row banks grow with the HBM: 2560 on an 80 GB H100 (corpus -q), 32 per GiB of the
+    # nominal size (81559 MiB usable rounds up to 80 GiB).
+    return max(-(-g.memory_total_mib // 1024) * 32, 1)
 
 
 # ---------------------------------------------------------------- text (-q)
@@ -419,15 +474,26 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(2, "Pending", enabled(g.ecc_mode_pending))
     t.head(1, "ECC Errors")
     on = bool(g.ecc_mode_current)
+    split = split_sram_counts(state)
     for scope, corrected, uncorrected in (
         ("Volatile", g.ecc.volatile_corrected, g.ecc.volatile_uncorrected),
         ("Aggregate", g.ecc.aggregate_corrected, g.ecc.aggregate_uncorrected),
     ):
         t.head(2, scope)
         t.kv(3, "SRAM Correctable", 0 if on else NA)
-        t.kv(3, "SRAM Uncorrectable", 0 if on else NA)
+        if split:
+            t.kv(3, "SRAM Uncorrectable Parity", 0 if on else NA)
+            t.kv(3, "SRAM Uncorrectable SEC-DED", 0 if on else NA)
+        else:
+            t.kv(3, "SRAM Uncorrectable", 0 if on else NA)
         t.kv(3, "DRAM Correctable", corrected if on else NA)
         t.kv(3, "DRAM Uncorrectable", uncorrected if on else NA)
+        if split and scope == "Aggregate":
+            t.kv(3, "SRAM Threshold Exceeded", "No" if on else NA)
+    if split:
+        t.head(2, "Aggregate Uncorrectable SRAM Sources")
+        for _, label in _SRAM_SOURCES:
+            t.kv(3, label, 0 if on else NA)
     r = g.retired_pages
     t.head(1, "Retired Pages")
     t.kv(2, "Single Bit ECC", NA if r is None else r.single_bit)
@@ -442,13 +508,26 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
         t.kv(2, "Uncorrectable Error", rows.uncorrectable)
         t.kv(2, "Pending", _yes(rows.pending))
         t.kv(2, "Remapping Failure Occurred", _yes(rows.failure))
+        t.head(2, "Bank Remap Availability Histogram")
+        t.kv(3, "Max", f"{_banks(g)} bank(s)")
+        for level in ("High", "Partial", "Low", "None"):
+            t.kv(3, level, "0 bank(s)")
     t.head(1, "Temperature")
     t.kv(2, "GPU Current Temp", _temp(g.temperature_c))
-    t.kv(2, "GPU Shutdown Temp", _temp(g.temperature_shutdown_c))
-    t.kv(2, "GPU Slowdown Temp", _temp(g.temperature_slowdown_c))
-    t.kv(2, "GPU Max Operating Temp", _temp(g.temperature_max_operating_c))
-    t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
-    t.kv(2, "Memory Max Operating Temp", _temp(g.temperature_memory_max_c))
+    if tlimit_temperatures(state, g):
+        t.kv(2, "GPU T.Limit Temp", _tlimit_margin(g))
+        t.kv(2, "GPU Shutdown T.Limit Temp", _temp(_TLIMIT_SHUTDOWN_C))
+        t.kv(2, "GPU Slowdown T.Limit Temp", _temp(_TLIMIT_SLOWDOWN_C))
+        t.kv(2, "GPU Max Operating T.Limit Temp", _temp(0))
+        t.kv(2, "GPU Target Temperature", NA)
+        t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
+        t.kv(2, "Memory Max Operating T.Limit Temp", _temp(0))
+    else:
+        t.kv(2, "GPU Shutdown Temp", _temp(g.temperature_shutdown_c))
+        t.kv(2, "GPU Slowdown Temp", _temp(g.temperature_slowdown_c))
+        t.kv(2, "GPU Max Operating Temp", _temp(g.temperature_max_operating_c))
+        t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
+        t.kv(2, "Memory Max Operating Temp", _temp(g.temperature_memory_max_c))
     t.head(1, "GPU Power Readings")
     t.kv(2, "Power Draw", _watts(g.power_draw_w))
     t.kv(2, "Current Power Limit", _watts(g.power_limit_w))

@@ -456,7 +456,9 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
         if active == "active":
             block.append(f"     Active: active ({service.sub_state}) since {_since(12.0)}; 2h 3min ago\n")
             if service.sub_state == "running":
-                block.append(f"   Main PID: {pid} ({comm})\n")
+                # systemd shows the kernel's comm, cut to 15 characters: "(nv-fabricmanage)" in
+                # corpus/fabricmanager/02.
+                block.append(f"   Main PID: {pid} ({comm[:15]})\n")
                 block.append("      Tasks: 18 (limit: 629145)\n")
                 block.append(f"     CGroup: /system.slice/{unit}\n")
                 block.append(f"             └─{pid} {cmdline}\n")
