@@ -17,7 +17,7 @@ Targets:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -334,12 +334,7 @@ def start(
             f"design lab {lab.id}: write your answer (format: {lab.answer_example}) and grade it with "
             f"`gpulab lab grade {lab.id} --answer FILE`"
         ]
-    target = _need_target(lab, spec, "start", inventory)
-    if target.kind == "file" and target.path is not None:
-        return start_file(lab, target.path)
-    if target.kind in ("ssh", "inventory"):
-        return run_playbook(lab, "setup", target, options, host_vars=host_vars)
-    raise _refuse(lab, "start", target)
+    return _apply(lab, spec, "start", start_file, "setup", options, inventory, host_vars)
 
 
 def solve(
@@ -351,12 +346,7 @@ def solve(
     host_vars: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Apply the reference solution (instructors, CI)."""
-    target = _need_target(lab, spec, "solve", inventory)
-    if target.kind == "file" and target.path is not None:
-        return solve_file(lab, target.path)
-    if target.kind in ("ssh", "inventory"):
-        return run_playbook(lab, "solve", target, options, host_vars=host_vars)
-    raise _refuse(lab, "solve", target)
+    return _apply(lab, spec, "solve", solve_file, "solve", options, inventory, host_vars)
 
 
 def reset(
@@ -368,12 +358,26 @@ def reset(
     host_vars: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Restore the target to the lab's fixture (a real node: undo what the setup and the solution changed)."""
-    target = _need_target(lab, spec, "reset", inventory)
+    return _apply(lab, spec, "reset", reset_file, "reset", options, inventory, host_vars)
+
+
+def _apply(
+    lab: Lab,
+    spec: str | None,
+    action: str,
+    on_file: Callable[[Lab, Path], list[str]],
+    playbook: str,
+    options: TargetOptions | None,
+    inventory: str | None,
+    host_vars: Mapping[str, Any] | None,
+) -> list[str]:
+    """One lifecycle step: on a simulated node's state file directly, on a real node by its playbook."""
+    target = _need_target(lab, spec, action, inventory)
     if target.kind == "file" and target.path is not None:
-        return reset_file(lab, target.path)
+        return on_file(lab, target.path)
     if target.kind in ("ssh", "inventory"):
-        return run_playbook(lab, "reset", target, options, host_vars=host_vars)
-    raise _refuse(lab, "reset", target)
+        return run_playbook(lab, playbook, target, options, host_vars=host_vars)
+    raise _refuse(lab, action, target)
 
 
 def _need_target(lab: Lab, spec: str | None, action: str, inventory: str | None = None) -> TargetKind:
