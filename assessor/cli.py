@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import sys
 from typing import Any
 
@@ -64,38 +66,56 @@ def _target_options(f: Any) -> Any:
         click.option("--identity", metavar="KEYFILE", help="SSH private key (else agent, inventory, ~/.ssh)."),
         click.option("--known-hosts", metavar="FILE", help="known_hosts file besides ~/.ssh/known_hosts."),
     ]
+
+    @functools.wraps(f)
+    def packed(**kwargs: Any) -> Any:
+        reach = Reach(**{name: kwargs.pop(name) for name in Reach.__dataclass_fields__})
+        return f(reach=reach, **kwargs)
+
     for option in reversed(options):
-        f = option(f)
-    return f
+        packed = option(packed)
+    return packed
 
 
-def _jobs(
-    targets: tuple[str, ...],
-    inventory: str | None,
-    limit: str | None,
-    host_timeout: float,
-    accept_new_host_keys: bool,
-    identity: str | None,
-    known_hosts: str | None,
-) -> list[Any]:
-    from assessor.fleet import Job
-    from assessor.targets import TargetOptions, open_target
+@dataclasses.dataclass
+class Reach:
+    """Which targets a command works on and how to reach them (the shared options)."""
 
-    if not targets and not inventory:
-        raise click.UsageError("give --target (local, snapshot:DIR, mock:NAME, ssh://host, ...) or --inventory FILE")
-    if limit and not inventory:
-        raise click.UsageError("--limit selects hosts of an --inventory")
-    options = TargetOptions(
-        accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts, host_timeout=host_timeout
-    )
-    jobs = [Job(spec, open_target(spec, options)) for spec in targets]
-    if inventory:
-        from assessor import inventory as inv
+    targets: tuple[str, ...]
+    inventory: str | None
+    limit: str | None
+    forks: int
+    timeout: float
+    host_timeout: float
+    accept_new_host_keys: bool
+    identity: str | None
+    known_hosts: str | None
 
-        for host in inv.load(inventory, limit):
-            ssh = host.ssh if host.target.startswith("ssh://") else None
-            jobs.append(Job(host.name, open_target(host.target, options, name=host.name, ssh=ssh)))
-    return jobs
+    def jobs(self, default: tuple[str, ...] = ()) -> list[Any]:
+        from assessor.fleet import Job
+        from assessor.targets import TargetOptions, open_target
+
+        targets = self.targets or (() if self.inventory else default)
+        if not targets and not self.inventory:
+            raise click.UsageError(
+                "give --target (local, snapshot:DIR, mock:NAME, ssh://host, ...) or --inventory FILE"
+            )
+        if self.limit and not self.inventory:
+            raise click.UsageError("--limit selects hosts of an --inventory")
+        options = TargetOptions(
+            accept_new_host_keys=self.accept_new_host_keys,
+            identity=self.identity,
+            known_hosts=self.known_hosts,
+            host_timeout=self.host_timeout,
+        )
+        jobs = [Job(spec, open_target(spec, options)) for spec in targets]
+        if self.inventory:
+            from assessor import inventory as inv
+
+            for host in inv.load(self.inventory, self.limit):
+                ssh = host.ssh if host.target.startswith("ssh://") else None
+                jobs.append(Job(host.name, open_target(host.target, options, name=host.name, ssh=ssh)))
+        return jobs
 
 
 def _active_tests(text: str) -> tuple[str, ...]:
@@ -134,15 +154,7 @@ def _active_tests(text: str) -> tuple[str, ...]:
     help="Also run active tests: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] (dcgmi diag -r 2).",
 )
 def assess(
-    targets: tuple[str, ...],
-    inventory: str | None,
-    limit: str | None,
-    forks: int,
-    timeout: float,
-    host_timeout: float,
-    accept_new_host_keys: bool,
-    identity: str | None,
-    known_hosts: str | None,
+    reach: Reach,
     profile: str | None,
     check_opts: tuple[str, ...],
     fmt: str,
@@ -167,14 +179,14 @@ def assess(
     else:
         prof = profiles.everything()
     prof = runner.with_overrides(prof, list(check_opts))
-    jobs = _jobs(targets, inventory, limit, host_timeout, accept_new_host_keys, identity, known_hosts)
+    jobs = reach.jobs()
     bar = fleet.Progress(len(jobs)) if len(jobs) > 1 else None
     try:
         run = fleet.run(
             jobs,
             prof,
-            forks=forks,
-            timeout=timeout,
+            forks=reach.forks,
+            timeout=reach.timeout,
             out=Path(out) if out else None,
             progress=bar,
             active=_active_tests(active),
@@ -214,15 +226,7 @@ def assess(
     help="Also run active tests: nccl[:GPUS], dcgm[:LEVEL] (comma-separated).",
 )
 def capture(
-    targets: tuple[str, ...],
-    inventory: str | None,
-    limit: str | None,
-    forks: int,
-    timeout: float,
-    host_timeout: float,
-    accept_new_host_keys: bool,
-    identity: str | None,
-    known_hosts: str | None,
+    reach: Reach,
     out: str,
     active: str,
 ) -> None:
@@ -237,21 +241,13 @@ def capture(
     from assessor.fleet import dir_name
 
     tests = _active_tests(active)
-    jobs = _jobs(
-        targets or (() if inventory else ("local",)),
-        inventory,
-        limit,
-        host_timeout,
-        accept_new_host_keys,
-        identity,
-        known_hosts,
-    )
+    jobs = reach.jobs(default=("local",))
     single = len(jobs) == 1
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
     def one(job: Any) -> tuple[Any, Any, str | None]:
         try:
-            snap = job.target.snapshot(timeout=timeout, active=tests)
+            snap = job.target.snapshot(timeout=reach.timeout, active=tests)
         except GpulabError as exc:
             return job, None, str(exc)
         dest = Path(out) if single else Path(out) / dir_name(job.label)
@@ -259,7 +255,7 @@ def capture(
         return job, snap, None
 
     failed = False
-    with ThreadPoolExecutor(max_workers=forks) as pool:
+    with ThreadPoolExecutor(max_workers=reach.forks) as pool:
         for job, snap, error in pool.map(one, jobs):
             if error is not None:
                 failed = True
