@@ -182,15 +182,9 @@ def main(args: list[str], session: Session) -> ToolResult:
         with session.update() as state:
             return _modify(action, parsed, state, session.euid)
     state = session.read()
-    failure = driver_failure(state)
-    if failure is not None:
-        return failure
-    try:
-        chosen = select_gpus(state, parsed.ids)
-    except NoSuchGpu:
-        return result(EXIT_NOT_FOUND, [NO_DEVICES])
-    if not state.gpus:
-        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+    chosen, refusal = _chosen(state, parsed.ids)
+    if refusal is not None:
+        return refusal
     lost = lost_lines(chosen)
     gpus = visible(chosen)
     if action == "query-gpu":
@@ -369,16 +363,24 @@ def _process_table(gpus: list[GpuState]) -> list[str]:
 # ---------------------------------------------------------------- -pm, -r, -mig
 
 
-def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResult:
+def _chosen(state: NodeState, ids: str | None) -> tuple[list[GpuState], ToolResult | None]:
+    """The GPUs ``-i`` selects, or how nvidia-smi refuses: a broken driver, no such GPU, no GPUs."""
     failure = driver_failure(state)
     if failure is not None:
-        return failure
+        return [], failure
     try:
-        chosen = select_gpus(state, parsed.ids)
+        chosen = select_gpus(state, ids)
     except NoSuchGpu:
-        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+        return [], result(EXIT_NOT_FOUND, [NO_DEVICES])
     if not state.gpus:
-        return result(EXIT_NOT_FOUND, [NO_DEVICES])
+        return [], result(EXIT_NOT_FOUND, [NO_DEVICES])
+    return chosen, None
+
+
+def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResult:
+    chosen, refusal = _chosen(state, parsed.ids)
+    if refusal is not None:
+        return refusal
     lost = lost_lines(chosen)
     if lost:
         return result(EXIT_GPU_LOST, [], lost)
