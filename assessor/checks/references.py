@@ -1,6 +1,6 @@
 """Reference numbers for the ``auto`` parameter defaults, keyed by GPU model family.
 
-Every number comes from /work/shared/THRESHOLDS.md; its source is in the comment beside it.
+Every number comes from /wodocs/REFERENCES.md; its source is in the comment beside it.
 The families are the 8-GPU SXM boards those sources measured (A100, H100, H200); any other
 GPU has no reference, and a check whose default is ``auto`` then skips and asks for the
 number instead of guessing one.
