@@ -51,7 +51,7 @@ def main() -> None:
 
 def replay_scripts(node_state: Path, out: Path) -> dict[str, str]:
     """sh scripts answering the capture commands with outputs the simulator gave once."""
-    from assessor.capture import COMMANDS
+    from assessor.capture.run import COMMANDS
     from assessor.sim.state import load_state
     from assessor.sim.tools import Session, run_tool
 
@@ -101,8 +101,8 @@ def ssh_floor(bed: SshBed, n: int) -> float:
 
 
 def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
-    from assessor.capture import COMMANDS
-    from assessor.remote import batch
+    from assessor.capture.run import COMMANDS
+    from assessor.capture import batch
 
     root = Path(tempfile.mkdtemp(prefix="gpulab-bench-"))
     bed = SshBed(root)

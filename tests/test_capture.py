@@ -4,8 +4,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from assessor import capture, snapshot
-from assessor.capture import Command, Outcome, source_from
+from assessor.capture import run as capture
+from assessor.capture import snapshot
+from assessor.capture.run import Command, Outcome, source_from
 
 
 def fake_runner(answers: dict[str, Outcome]):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from assessor import collector
-from assessor.collector import NO_DRIVER_MESSAGE, collect, collect_json
+from assessor.capture import nvml as collector
+from assessor.capture.nvml import NO_DRIVER_MESSAGE, collect, collect_json
 from assessor.errors import GpulabError, ParseError
 from assessor.facts import NodeFacts
 from assessor.parsers import parse
@@ -220,8 +220,8 @@ def test_the_nvml_parser_refuses_json_that_is_not_an_object() -> None:
     [("dgx-a100", "dgx-a100"), ("hgx-h100", "hgx-h100"), ("hgx-h200", "hgx-h200"), ("pcie-l40s", "any-gpu-node")],
 )
 def test_a_healthy_fixture_passes_the_nvml_checks_of_its_readiness_profile(fixture: str, profile: str) -> None:
-    from assessor.profiles import load
-    from assessor.runner import run_profile
+    from assessor.assess.profiles import load
+    from assessor.assess.pipeline import run_profile
 
     results = run_profile(facts_of(fixture), load(profile))
     bad = [(r.check, r.status, r.message) for r in results if r.status in ("fail", "warn", "error")]

@@ -6,7 +6,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from assessor import fleet, profiles
+from assessor.assess import fleet
+from assessor.assess import profiles
 from assessor.targets import open_target
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from assessor import parsers
-from assessor.build import facts_from_snapshot
+from assessor.parsers.assemble import facts_from_snapshot
 from assessor.errors import ParseError
-from assessor.snapshot import Snapshot, Source
+from assessor.capture.snapshot import Snapshot, Source
 from tests.conftest import CORPUS
 from tests.corpus_kinds import corpus_files
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from assessor import checks, params
+from assessor import checks
+from assessor.checks import params
 from assessor.errors import InputError
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from assessor import profiles
+from assessor.assess import profiles
 from assessor.errors import InputError
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from assessor import snapshot
-from assessor.build import facts_from_snapshot, nvml_failure
+from assessor.capture import snapshot
+from assessor.parsers.assemble import facts_from_snapshot, nvml_failure
 from assessor.errors import InputError
 from tests.snapshots import corpus_snapshot
 

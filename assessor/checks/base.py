@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assessor.facts import NodeFacts
-from assessor.results import Result, Status
+from assessor.checks.result import Result, Status
 
 CheckFunc = Callable[[NodeFacts, dict[str, Any]], Result]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from assessor.checks.base import MissingFacts, need, result
 from assessor.facts import Gpu, NodeFacts
-from assessor.results import Result
+from assessor.checks.result import Result
 
 # How many device findings a message names before it says "and N more".
 MESSAGE_LIMIT = 4

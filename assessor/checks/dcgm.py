@@ -7,7 +7,7 @@ from typing import Any
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import join_limited
 from assessor.facts import DcgmDiag, DcgmTest, NodeFacts
-from assessor.results import Result
+from assessor.checks.result import Result
 
 
 def _name(test: DcgmTest) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from assessor.checks.base import BrokenFacts, MissingFacts, Param, check, need, result
 from assessor.facts import NodeFacts
-from assessor.results import Result
+from assessor.checks.result import Result
 
 RELOAD_HINT = (
     "reboot, or unload and reload the nvidia modules (stop nvidia-persistenced, fabric manager and DCGM; "

@@ -10,7 +10,7 @@ from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import bus_key, gpu_label, join_limited, labels, need_gpus, verdict
 from assessor.facts import Gpu, KernelEvent, NodeFacts, Topology
-from assessor.results import Result, Status
+from assessor.checks.result import Result, Status
 
 PERSISTENCED = "nvidia-persistenced"
 
@@ -492,9 +492,9 @@ def gpu_temperature(facts: NodeFacts, params: dict[str, Any]) -> Result:
 
 
 def _xid_policy() -> tuple[set[int], set[int]]:
-    """(critical, warn) Xid codes from assessor.xid_catalog, or THRESHOLDS.md's lists."""
+    """(critical, warn) Xid codes from assessor.checks.xids, or THRESHOLDS.md's lists."""
     try:
-        from assessor import xid_catalog
+        from assessor.checks import xids as xid_catalog
     except ImportError:
         return set(ref.XID_CRITICAL), set(ref.XID_WARN)
     critical = getattr(xid_catalog, "CRITICAL_XIDS", None) or ref.XID_CRITICAL
@@ -503,9 +503,9 @@ def _xid_policy() -> tuple[set[int], set[int]]:
 
 
 def _xid_text(code: int) -> tuple[str | None, str | None]:
-    """(name, action) for an Xid from assessor.xid_catalog; (None, None) for a code it lacks."""
+    """(name, action) for an Xid from assessor.checks.xids; (None, None) for a code it lacks."""
     try:
-        from assessor import xid_catalog
+        from assessor.checks import xids as xid_catalog
     except ImportError:
         return None, None
     entry = getattr(xid_catalog, "XID_CATALOG", {}).get(code)

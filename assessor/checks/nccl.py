@@ -7,7 +7,7 @@ from typing import Any
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
 from assessor.facts import NcclRun, NodeFacts
-from assessor.results import Result
+from assessor.checks.result import Result
 
 
 def _size(n: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from assessor.facts import NodeFacts
 from assessor.labs.model import Lab, LabCheck
-from assessor.results import Result
+from assessor.checks.result import Result
 from assessor.yamlio import Located
 
 Evaluate = Callable[[str, dict[str, Any]], Result]

@@ -261,7 +261,7 @@ def ssh_common_args(options: TargetOptions) -> str:
 
 def ssh_host_vars(spec: str, options: TargetOptions) -> tuple[str, dict[str, Any]]:
     """The inventory name and connection variables of an ssh:// target (a password in it is refused)."""
-    from assessor.remote.target import parse_spec
+    from assessor.targets.ssh import parse_spec
 
     params = parse_spec(spec)
     hostvars: dict[str, Any] = {
@@ -408,8 +408,8 @@ def capture_facts(
     ``options`` are the SSH settings (key, known_hosts, new host keys); with ``inventory``, ``spec`` is one
     of its hosts, reached as the inventory says.
     """
-    from assessor import capture
-    from assessor.build import facts_from_snapshot
+    from assessor.capture import run as capture
+    from assessor.parsers.assemble import facts_from_snapshot
     from assessor.labs.grading import active_tests
     from assessor.targets import open_target
 
@@ -441,7 +441,7 @@ def capture_facts(
 
 
 def _inventory_host(inventory: str, name: str) -> Any:
-    from assessor import inventory as inv
+    from assessor.targets import inventory as inv
 
     classify(name, inventory)  # a host name, not a target spec
     hosts = [h for h in inv.load(inventory, limit=name) if h.name == name]

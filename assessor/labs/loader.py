@@ -323,7 +323,7 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
             spec = checks.get(check_id)
         except InputError as exc:
             return [located.error((*path, "id"), str(exc))]
-    from assessor import params as param_types
+    from assessor.checks import params as param_types
 
     for name, value in params.items():
         try:
@@ -352,7 +352,7 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
 def _typed(check_id: str, params: dict[str, Any]) -> dict[str, Any]:
     """Params as the check declares them (an int 228 for a float param becomes 228.0), so partial rules relax
     a float param to 182.4, not to an int."""
-    from assessor import params as param_types
+    from assessor.checks import params as param_types
     from assessor.labs import designs
 
     spec: Any

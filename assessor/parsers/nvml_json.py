@@ -1,4 +1,4 @@
-"""``nvml.json``: the NVML collector's snapshot file (see :func:`assessor.collector.collect_json`)."""
+"""``nvml.json``: the NVML collector's snapshot file (see :func:`assessor.capture.nvml.collect_json`)."""
 
 from __future__ import annotations
 

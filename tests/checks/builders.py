@@ -13,7 +13,7 @@ from typing import Any
 
 from assessor.checks import REGISTRY, run_check
 from assessor.facts import Gpu, IbPort, NodeFacts, NvLink
-from assessor.results import Result
+from assessor.checks.result import Result
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-40GB"

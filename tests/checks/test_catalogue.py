@@ -1,4 +1,4 @@
-"""The registry holds exactly DESIGN.md's check catalogue, each check fully documented."""
+"""The registry holds exactly the check catalogue of docs/CONTRACTS.md, each check fully documented."""
 
 import re
 from typing import Any
@@ -27,20 +27,20 @@ from assessor.facts import (
 from tests.checks.builders import H100_PCIE, gpu, ib_port
 from tests.conftest import CORPUS
 
-DESIGN = CORPUS.parent / "DESIGN.md"
+DESIGN = CORPUS.parents[2] / "docs" / "CONTRACTS.md"
 PARAM_TYPES = {"int", "float", "str", "bool", "list", "dict"}
 
 
 def catalogue_ids() -> list[str]:
     if not DESIGN.is_file():
-        pytest.fail(f"DESIGN.md not found at {DESIGN}")
+        pytest.fail(f"CONTRACTS.md not found at {DESIGN}")
     text = DESIGN.read_text(encoding="utf-8")
-    section = text.split("### The check catalogue", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## The check catalogue", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     return [i for row in rows for i in re.findall(r"`([a-z]+\.[a-z_]+)`", row)]
 
 
-def test_catalogue_has_the_27_checks_design_lists():
+def test_catalogue_has_the_27_checks_the_contracts_list():
     ids = catalogue_ids()
     assert len(ids) == 27
     assert "gpu.xid" in ids and "dcgm.diag" in ids

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from assessor import params as param_types
-from assessor.design import GRADERS, load_answer, run_grader, validate_answer
+from assessor.checks import params as param_types
+from assessor.labs.design import GRADERS, load_answer, run_grader, validate_answer
 from assessor.errors import InputError
 
 GOOD = """\

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from assessor.design import GRADERS, run_grader
-from assessor.design.fat_tree import compute
+from assessor.labs.design import GRADERS, run_grader
+from assessor.labs.design.fat_tree import compute
 
 
 def answer_for(gpus: int, radix: int = 64, **changes: Any) -> dict[str, Any]:

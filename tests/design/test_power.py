@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from assessor.design import GRADERS, run_grader
-from assessor.design.power import compute
+from assessor.labs.design import GRADERS, run_grader
+from assessor.labs.design.power import compute
 
 # design-502's inputs: 192 DGX H100 at 10.2 kW, 35 kW racks, 80 switches at 1.7 kW, PUE 1.3.
 LAB = {"nodes": 192, "node_kw": 10.2, "budget_kw_per_rack": 35, "switches": 80, "switch_kw": 1.7, "pue": 1.3}

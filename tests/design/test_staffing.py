@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from assessor.design import GRADERS, run_grader
-from assessor.design.staffing import normalise_role, size_for
+from assessor.labs.design import GRADERS, run_grader
+from assessor.labs.design.staffing import normalise_role, size_for
 
 LARGE_TEAM: list[dict[str, Any]] = [
     {"role": "infrastructure_architect", "count": 2, "level": 5, "salary_k": 280},

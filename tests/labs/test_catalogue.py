@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from assessor import checks
-from assessor import params as param_types
-from assessor.design import GRADERS, load_answer, validate_answer
+from assessor.checks import params as param_types
+from assessor.labs.design import GRADERS, load_answer, validate_answer
 from assessor.labs import grading
 from assessor.labs.lifecycle import playbooks_root
 from assessor.labs.loader import default_root, load_catalogue

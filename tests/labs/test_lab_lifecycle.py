@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from assessor import capture
+from assessor.capture import run as capture
 from assessor.errors import InputError
 from assessor.labs import grading, lifecycle, loader
 from assessor.labs.attempts import now

@@ -5,7 +5,7 @@ from __future__ import annotations
 import doctest
 import re
 
-from assessor import xid_catalog
+from assessor.checks import xids as xid_catalog
 from tests.conftest import read_corpus
 
 # THRESHOLDS.md, "Xid policy".

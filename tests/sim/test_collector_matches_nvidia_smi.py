@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from assessor.collector import collect
+from assessor.capture.nvml import collect
 from assessor.parsers import nvidia_smi_xml
 from assessor.sim import faults
 from assessor.sim.fixtures import fixture_names, load_fixture

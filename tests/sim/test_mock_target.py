@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from assessor.build import facts_from_snapshot
-from assessor.capture import COMMANDS
+from assessor.parsers.assemble import facts_from_snapshot
+from assessor.capture.run import COMMANDS
 from assessor.errors import InputError
-from assessor.profiles import CheckRef, Profile, load
-from assessor.results import Result
-from assessor.runner import assess, run_profile
+from assessor.assess.profiles import CheckRef, Profile, load
+from assessor.checks.result import Result
+from assessor.assess.pipeline import assess, run_profile
 from assessor.sim.faults import FAULTS
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import save_state
-from assessor.sim.target import MockTarget
+from assessor.targets.mock import MockTarget
 from assessor.sim.tools import Session, run_tool
 from assessor.targets import open_target
 

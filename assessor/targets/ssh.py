@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from assessor.errors import InputError
-from assessor.remote.ssh import HostError, SshParams
-from assessor.snapshot import Snapshot
+from assessor.targets.ssh_connection import HostError, SshParams
+from assessor.capture.snapshot import Snapshot
 
 
 def parse_spec(spec: str) -> SshParams:
@@ -34,9 +34,9 @@ class SshTarget:
         return cls(spec, parse_spec(spec))
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        from assessor.capture import COMMANDS, active_command, capture
-        from assessor.remote import batch
-        from assessor.remote.ssh import connect, run_script
+        from assessor.capture.run import COMMANDS, active_command, capture
+        from assessor.capture import batch
+        from assessor.targets.ssh_connection import connect, run_script
 
         commands = list(COMMANDS) + [active_command(spec) for spec in active]
         client = connect(self.params)

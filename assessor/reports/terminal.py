@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from assessor.profiles import Profile
-from assessor.results import STATUSES, TargetResults
+from assessor.assess.profiles import Profile
+from assessor.checks.result import STATUSES, TargetResults
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 

@@ -15,9 +15,9 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from dataclasses import dataclass
 from pathlib import Path
 
-from assessor.profiles import Profile
-from assessor.results import TargetResults
-from assessor.snapshot import Snapshot
+from assessor.assess.profiles import Profile
+from assessor.checks.result import TargetResults
+from assessor.capture.snapshot import Snapshot
 from assessor.targets import Target
 
 
@@ -37,10 +37,10 @@ def assess_one(
     job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
 ) -> TargetResults:
     """Assess one target; any failure to reach or read it is an error for it alone."""
-    from assessor import snapshot
-    from assessor.build import facts_from_snapshot
+    from assessor.capture import snapshot
+    from assessor.parsers.assemble import facts_from_snapshot
     from assessor.errors import GpulabError
-    from assessor.runner import run_profile
+    from assessor.assess.pipeline import run_profile
 
     try:
         snap = job.target.snapshot(timeout=timeout, active=active)

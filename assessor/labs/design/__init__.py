@@ -26,7 +26,7 @@ from typing import Any
 
 from assessor.checks.base import Param
 from assessor.errors import InputError
-from assessor.results import Result
+from assessor.checks.result import Result
 from assessor.yamlio import Located, load
 
 GraderFunc = Callable[[dict[str, Any], dict[str, Any]], Result]
@@ -196,7 +196,9 @@ def compare(
 
 
 # Registration side effects: importing the package registers every grader.
-from assessor.design import fat_tree, power, staffing  # noqa: E402, F401
+from assessor.labs.design import fat_tree
+from assessor.labs.design import power
+from assessor.labs.design import staffing  # noqa: E402, F401
 
 __all__ = [
     "GRADERS",

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from assessor.capture import Outcome, capture
+from assessor.capture.run import Outcome, capture
 from assessor.errors import InputError
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
-from assessor.snapshot import Snapshot
+from assessor.capture.snapshot import Snapshot
 
 
 @dataclass
@@ -85,7 +85,7 @@ class MockTarget:
         return capture(runner, host=host, timeout=timeout, active=tuple(active), nvml_json=self._nvml_json)
 
     def _nvml_json(self) -> str:
-        from assessor.collector import collect_json
+        from assessor.capture.nvml import collect_json
         from assessor.sim.mock_nvml import MockNvml
 
         if self.state is None and self.path is None:

@@ -15,7 +15,7 @@ import shlex
 import tarfile
 from collections.abc import Sequence
 
-from assessor.capture import Command, Outcome
+from assessor.capture.run import Command, Outcome
 
 MARKER = "@@gpulab-record@@"
 STDERR_LIMIT = 4000

@@ -45,7 +45,8 @@ def load(name_or_path: str) -> Profile:
 
 
 def parse(text: str, filename: str) -> Profile:
-    from assessor import checks, params, yamlio
+    from assessor import checks, yamlio
+    from assessor.checks import params
 
     doc = yamlio.load(filename, text=text)
     data = doc.data

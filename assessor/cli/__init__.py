@@ -92,7 +92,7 @@ class Reach:
     known_hosts: str | None
 
     def jobs(self, default: tuple[str, ...] = ()) -> list[Any]:
-        from assessor.fleet import Job
+        from assessor.assess.fleet import Job
         from assessor.targets import TargetOptions, open_target
 
         targets = self.targets or (() if self.inventory else default)
@@ -110,7 +110,7 @@ class Reach:
         )
         jobs = [Job(spec, open_target(spec, options)) for spec in targets]
         if self.inventory:
-            from assessor import inventory as inv
+            from assessor.targets import inventory as inv
 
             for host in inv.load(self.inventory, self.limit):
                 ssh = host.ssh if host.target.startswith("ssh://") else None
@@ -119,7 +119,7 @@ class Reach:
 
 
 def _active_tests(text: str) -> tuple[str, ...]:
-    from assessor.capture import active_command
+    from assessor.capture.run import active_command
     from assessor.errors import InputError
 
     tests = tuple(t.strip() for t in text.split(",") if t.strip())
@@ -170,7 +170,11 @@ def assess(
     import os
     from pathlib import Path
 
-    from assessor import fleet, profiles, render, results, runner
+    from assessor.assess import fleet
+    from assessor.assess import profiles
+    from assessor.reports import terminal as render
+    from assessor.checks import result as results
+    from assessor.assess import pipeline as runner
 
     if profile:
         prof = profiles.load(profile)
@@ -198,7 +202,7 @@ def assess(
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
     elif fmt == "junit":
-        from assessor import junit
+        from assessor.reports import junit
 
         click.echo(junit.render(doc), nl=False)
     else:
@@ -236,9 +240,9 @@ def capture(
     from pathlib import Path
 
     from assessor import __version__ as version
-    from assessor import snapshot
+    from assessor.capture import snapshot
     from assessor.errors import GpulabError
-    from assessor.fleet import dir_name
+    from assessor.assess.fleet import dir_name
 
     tests = _active_tests(active)
     jobs = reach.jobs(default=("local",))
@@ -343,7 +347,7 @@ def profiles() -> None:
 @profiles.command("list")
 def profiles_list() -> None:
     """Shipped profiles with their descriptions."""
-    from assessor import profiles as prof
+    from assessor.assess import profiles as prof
 
     for name, path in prof.shipped().items():
         p = prof.load(str(path))
@@ -354,7 +358,7 @@ def profiles_list() -> None:
 @click.argument("name")
 def profiles_show(name: str) -> None:
     """Print a shipped profile's YAML (a starting point for your own)."""
-    from assessor import profiles as prof
+    from assessor.assess import profiles as prof
 
     prof.load(name)  # validates, and says which names exist
     path = prof.shipped().get(name)
@@ -458,7 +462,7 @@ def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
     click.echo(faults.repair(state_path, fault, **_fault_options(options)))
 
 
-from assessor.labs.cli import lab, progress  # noqa: E402
+from assessor.cli.labs import lab, progress  # noqa: E402
 
 main.add_command(lab)
 main.add_command(progress)

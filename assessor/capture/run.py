@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from assessor.snapshot import Snapshot, Source
+from assessor.capture.snapshot import Snapshot, Source
 
 DEFAULT_TIMEOUT_S = 30.0
 

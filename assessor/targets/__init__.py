@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from assessor.errors import InputError
-from assessor.snapshot import Snapshot
+from assessor.capture.snapshot import Snapshot
 
 
 class Target(Protocol):
@@ -36,7 +36,7 @@ class SnapshotTarget:
     cpu_bound = True  # reading and parsing files: a fleet of these runs in processes
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        from assessor import snapshot
+        from assessor.capture import snapshot
 
         return snapshot.read(self.path)
 
@@ -49,7 +49,7 @@ class LocalTarget:
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
         import socket
 
-        from assessor.capture import capture, run_local
+        from assessor.capture.run import capture, run_local
 
         return capture(run_local, host=socket.gethostname(), timeout=timeout, active=active, nvml_json=_local_nvml)
 
@@ -59,7 +59,7 @@ def _local_nvml() -> str:
 
     import pynvml
 
-    from assessor.collector import collect_json
+    from assessor.capture.nvml import collect_json
 
     return json.dumps(collect_json(pynvml), indent=2)
 
@@ -83,16 +83,16 @@ def open_target(
         rest = spec.removeprefix("snapshot:")
         if not rest:
             raise InputError("snapshot: target needs a directory, e.g. snapshot:./node01")
-        from assessor.snapshot import validate_dir
+        from assessor.capture.snapshot import validate_dir
 
         target = SnapshotTarget(spec, validate_dir(rest))
     elif spec.startswith("mock:"):
-        from assessor.sim.target import MockTarget
+        from assessor.targets.mock import MockTarget
 
         target = MockTarget.open(spec)
     elif spec.startswith("ssh://"):
-        from assessor.remote.ssh import SshParams
-        from assessor.remote.target import SshTarget, parse_spec
+        from assessor.targets.ssh_connection import SshParams
+        from assessor.targets.ssh import SshTarget, parse_spec
 
         params = SshParams(**ssh) if ssh else parse_spec(spec)
         params.accept_new_host_keys = options.accept_new_host_keys

@@ -6,8 +6,8 @@ from typing import Any
 
 from assessor.errors import GpulabError
 from assessor.facts import NodeFacts
-from assessor.profiles import Profile
-from assessor.results import Result, TargetResults
+from assessor.assess.profiles import Profile
+from assessor.checks.result import Result, TargetResults
 
 
 def run_profile(facts: NodeFacts, profile: Profile) -> list[Result]:
@@ -22,7 +22,7 @@ def run_profile(facts: NodeFacts, profile: Profile) -> list[Result]:
 
 def assess(spec: str, profile: Profile, *, timeout: float = 30.0) -> TargetResults:
     """Assess one target by its spec; a target that cannot be read is an error for it only."""
-    from assessor.fleet import Job, assess_one
+    from assessor.assess.fleet import Job, assess_one
     from assessor.targets import open_target
 
     return assess_one(Job(spec, open_target(spec)), profile, timeout=timeout)
@@ -30,8 +30,9 @@ def assess(spec: str, profile: Profile, *, timeout: float = 30.0) -> TargetResul
 
 def with_overrides(profile: Profile, options: list[str]) -> Profile:
     """Add or override checks from ``--check ID[:key=value,...]`` options."""
-    from assessor import checks, params
-    from assessor.profiles import CheckRef
+    from assessor import checks
+    from assessor.checks import params
+    from assessor.assess.profiles import CheckRef
 
     refs = list(profile.checks)
     for option in options:

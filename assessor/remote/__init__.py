@@ -1,1 +1,0 @@
-"""Remote nodes over SSH (paramiko): batched capture, host-key policy, fleet fan-out."""
