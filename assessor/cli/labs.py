@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from assessor.cli.options import ssh_options, target_options
+
 _DB_HELP = "Attempts database (default $GPULAB_DB, else $XDG_DATA_HOME/gpulab/attempts.db)."
 _CANDIDATE_HELP = "Whose attempt this is (default: the OS user)."
 
@@ -34,34 +36,6 @@ def _fmt(value: Any, limit: int = 60) -> str:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _ssh_options(f: Any) -> Any:
-    """--inventory, --identity, --known-hosts, --accept-new-host-keys: how to reach a real node."""
-    options = [
-        click.option(
-            "--inventory",
-            "-i",
-            metavar="FILE",
-            help="Ansible inventory holding the node: --target then names one of its hosts.",
-        ),
-        click.option("--identity", metavar="KEYFILE", help="SSH private key (else agent, inventory, ~/.ssh)."),
-        click.option("--known-hosts", metavar="FILE", help="known_hosts file besides ~/.ssh/known_hosts."),
-        click.option(
-            "--accept-new-host-keys",
-            is_flag=True,
-            help="Trust and remember unknown SSH host keys (fresh lab VMs); changed keys are still refused.",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def _target_options(identity: str | None, known_hosts: str | None, accept_new_host_keys: bool) -> Any:
-    from assessor.targets import TargetOptions
-
-    return TargetOptions(accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts)
 
 
 @click.group()
@@ -172,7 +146,7 @@ def lab_show(lab_id: str, as_json: bool) -> None:
 )
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
-@_ssh_options
+@ssh_options
 def lab_start(
     lab_id: str,
     target: str | None,
@@ -191,7 +165,7 @@ def lab_start(
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
-    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    options = target_options(identity, known_hosts, accept_new_host_keys)
     steps = lifecycle.start(x, target, options, inventory=inventory)
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
@@ -219,7 +193,7 @@ def lab_start(
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per captured command.")
-@_ssh_options
+@ssh_options
 def lab_grade(
     lab_id: str,
     target: str | None,
@@ -260,7 +234,7 @@ def lab_grade(
     else:
         if not target:
             raise InputError(f"`lab grade {x.id}` needs --target (the node you worked on, e.g. mock:node.json)")
-        options = _target_options(identity, known_hosts, accept_new_host_keys)
+        options = target_options(identity, known_hosts, accept_new_host_keys)
         facts = lifecycle.capture_facts(x, target, timeout=timeout, options=options, inventory=inventory)
         ident = lifecycle.identity(facts)
         spec = target
@@ -345,7 +319,7 @@ def lab_hint(lab_id: str) -> None:
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
-@_ssh_options
+@ssh_options
 def lab_solve(
     lab_id: str,
     target: str | None,
@@ -371,7 +345,7 @@ def lab_solve(
         else:
             click.echo(text, nl=False)
         return
-    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    options = target_options(identity, known_hosts, accept_new_host_keys)
     for line in lifecycle.solve(x, target, options, inventory=inventory):
         click.echo(line)
 
@@ -379,7 +353,7 @@ def lab_solve(
 @lab.command("reset")
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
-@_ssh_options
+@ssh_options
 def lab_reset(
     lab_id: str,
     target: str | None,
@@ -392,7 +366,7 @@ def lab_reset(
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
-    options = _target_options(identity, known_hosts, accept_new_host_keys)
+    options = target_options(identity, known_hosts, accept_new_host_keys)
     for line in lifecycle.reset(find_lab(lab_id), target, options, inventory=inventory):
         click.echo(line)
 

@@ -1,0 +1,177 @@
+"""``gpulab assess``, ``gpulab capture`` and ``gpulab parse``: from targets to results."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from assessor.cli.options import Reach, active_tests, reach_options
+
+
+@click.command()
+@reach_options
+@click.option("--profile", "-p", metavar="NAME|FILE", help="Readiness profile (see `gpulab profiles list`).")
+@click.option(
+    "--check",
+    "-c",
+    "check_opts",
+    multiple=True,
+    metavar="ID[:key=value,...]",
+    help="Run this check (with parameters); with --profile, adds to or overrides it.",
+)
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(["table", "json", "junit"]), default="table", show_default=True
+)
+@click.option("--out", "-o", type=click.Path(file_okay=False), help="Keep each target's snapshot under DIR/<host>/.")
+@click.option(
+    "--with",
+    "active",
+    default="",
+    metavar="TESTS",
+    help="Also run active tests: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] (dcgmi diag -r 2).",
+)
+def assess(
+    reach: Reach,
+    profile: str | None,
+    check_opts: tuple[str, ...],
+    fmt: str,
+    out: str | None,
+    active: str,
+) -> None:
+    """Assess targets against a readiness profile.
+
+    Exit code 0 when nothing failed or errored, 1 when something did, 2 for bad input,
+    130 when interrupted (what finished is still reported).
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    from assessor.assess import fleet, profiles
+    from assessor.assess import pipeline as runner
+    from assessor.checks import result as results
+    from assessor.reports import terminal as render
+
+    if profile:
+        prof = profiles.load(profile)
+    elif check_opts:
+        prof = profiles.Profile("checks", "checks given on the command line", ())
+    else:
+        prof = profiles.everything()
+    prof = runner.with_overrides(prof, list(check_opts))
+    jobs = reach.jobs()
+    bar = fleet.Progress(len(jobs)) if len(jobs) > 1 else None
+    try:
+        run = fleet.run(
+            jobs,
+            prof,
+            forks=reach.forks,
+            timeout=reach.timeout,
+            out=Path(out) if out else None,
+            progress=bar,
+            active=active_tests(active),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    doc = results.document(run.results, prof.name)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    elif fmt == "junit":
+        from assessor.reports import junit
+
+        click.echo(junit.render(doc), nl=False)
+    else:
+        render.table(run.results, prof)
+    if run.interrupted:
+        sys.stdout.flush()
+        os._exit(130)  # worker threads may still wait on the network: do not wait for them
+    sys.exit(results.exit_code(run.results))
+
+
+@click.command()
+@reach_options
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Snapshot directory to write (DIR/<host>/ for several targets).",
+)
+@click.option(
+    "--with",
+    "active",
+    default="",
+    metavar="TESTS",
+    help="Also run active tests: nccl[:GPUS], dcgm[:LEVEL] (comma-separated).",
+)
+def capture(
+    reach: Reach,
+    out: str,
+    active: str,
+) -> None:
+    """Capture targets' tool outputs into snapshot directories (default target: local)."""
+    import datetime
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from assessor import __version__ as version
+    from assessor.assess.fleet import dir_name
+    from assessor.capture import snapshot
+    from assessor.errors import GpulabError
+
+    tests = active_tests(active)
+    jobs = reach.jobs(default=("local",))
+    single = len(jobs) == 1
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+    def one(job: Any) -> tuple[Any, Any, str | None]:
+        try:
+            snap = job.target.snapshot(timeout=reach.timeout, active=tests)
+        except GpulabError as exc:
+            return job, None, str(exc)
+        dest = Path(out) if single else Path(out) / dir_name(job.label)
+        snapshot.write(snap, dest, {"target": job.target.spec, "gpulab_version": version, "time": stamp})
+        return job, snap, None
+
+    failed = False
+    with ThreadPoolExecutor(max_workers=reach.forks) as pool:
+        for job, snap, error in pool.map(one, jobs):
+            if error is not None:
+                failed = True
+                click.echo(f"{job.label}: error: {error}", err=True)
+                continue
+            if single:
+                for name, source in sorted(snap.sources.items()):
+                    note = source.status if source.status == "ok" else f"{source.status}: {source.message or ''}"
+                    click.echo(f"{name:24} {note}")
+            click.echo(f"{job.label}: snapshot written to {snap.path}")
+    sys.exit(1 if failed else 0)
+
+
+@click.command()
+@click.argument("kind", metavar="KIND")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+def parse(kind: str, file: str) -> None:
+    """Show the facts gpulab reads from one tool output (FILE, or - for stdin).
+
+    KIND is one of: nvml, nvidia-smi-xml, nvidia-smi-list, nvidia-smi-topo, nvidia-smi-mig-lgi,
+    nvidia-smi-mig-lgip, nvidia-smi-mig-lgipp, ibstat, ibv-devinfo, ib-write-bw, lsmod, dmesg,
+    systemctl-show, nccl-tests, nccl-debug, dcgmi-diag, driver-version, os-release, uname.
+    """
+    import json
+    from pathlib import Path
+
+    from assessor import parsers
+    from assessor.errors import InputError
+    from assessor.facts import to_jsonable
+
+    spec = parsers.kind(kind)
+    try:
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    facts = parsers.parse(spec.name, data.decode("utf-8", "replace"), source=file)
+    click.echo(json.dumps({f: to_jsonable(getattr(facts, f)) for f in spec.fields}, indent=2))

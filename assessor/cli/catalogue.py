@@ -1,0 +1,82 @@
+"""``gpulab checks``, ``gpulab profiles`` and ``gpulab schema``: what gpulab knows."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def checks() -> None:
+    """The check catalogue."""
+
+
+@checks.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def checks_list(as_json: bool) -> None:
+    """Every check id with its title."""
+    from assessor import checks as catalogue
+
+    if as_json:
+        import json
+
+        click.echo(json.dumps([{"id": s.id, "title": s.title} for s in catalogue.REGISTRY.values()], indent=2))
+        return
+    for spec in sorted(catalogue.REGISTRY.values(), key=lambda s: s.id):
+        click.echo(f"{spec.id:20} {spec.title}")
+
+
+@checks.command("show")
+@click.argument("check_id", metavar="ID")
+def checks_show(check_id: str) -> None:
+    """A check's documentation: what it verifies, parameters, facts, what to do on failure."""
+    from assessor import checks as catalogue
+    from assessor.checks.base import FACT_SOURCES
+
+    spec = catalogue.get(check_id)
+    click.echo(f"{spec.id} — {spec.title}\n\n{spec.doc}\n")
+    click.echo("Parameters:")
+    for p in spec.params:
+        click.echo(f"  {p.name} ({p.type}, default {p.default!r}): {p.doc}")
+    if not spec.params:
+        click.echo("  none")
+    click.echo("\nReads:")
+    for name in spec.facts:
+        click.echo(f"  {name}: from {FACT_SOURCES.get(name, name)}")
+    click.echo(f"\nWhen it fails:\n  {spec.remedy}")
+
+
+@click.group()
+def profiles() -> None:
+    """Readiness profiles that ship with gpulab."""
+
+
+@profiles.command("list")
+def profiles_list() -> None:
+    """Shipped profiles with their descriptions."""
+    from assessor.assess import profiles as prof
+
+    for name, path in prof.shipped().items():
+        p = prof.load(str(path))
+        click.echo(f"{name:16} {len(p.checks):3} checks  {p.description}")
+
+
+@profiles.command("show")
+@click.argument("name")
+def profiles_show(name: str) -> None:
+    """Print a shipped profile's YAML (a starting point for your own)."""
+    from assessor.assess import profiles as prof
+
+    prof.load(name)  # validates, and says which names exist
+    path = prof.shipped().get(name)
+    from pathlib import Path
+
+    click.echo((path or Path(name)).read_text(encoding="utf-8"), nl=False)
+
+
+@click.command()
+@click.argument("name", type=click.Choice(["results", "lab"]))
+def schema(name: str) -> None:
+    """Print a published JSON Schema: results (gpulab.results/1) or lab (lab.yaml)."""
+    from importlib import resources
+
+    click.echo((resources.files("assessor") / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"), nl=False)

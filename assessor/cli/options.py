@@ -1,0 +1,130 @@
+"""The options that say which targets a command works on and how to reach them, defined once."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import click
+
+
+def _inventory() -> Any:
+    return click.option("--inventory", "-i", metavar="FILE", help="Ansible inventory (YAML, INI, script or plugin).")
+
+
+def _ssh() -> list[Any]:
+    return [
+        click.option(
+            "--accept-new-host-keys",
+            is_flag=True,
+            help="Trust and remember unknown SSH host keys (fresh lab VMs); changed keys are still refused.",
+        ),
+        click.option("--identity", metavar="KEYFILE", help="SSH private key (else agent, inventory, ~/.ssh)."),
+        click.option("--known-hosts", metavar="FILE", help="known_hosts file besides ~/.ssh/known_hosts."),
+    ]
+
+
+def _apply(f: Any, options: list[Any]) -> Any:
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def ssh_options(f: Any) -> Any:
+    """--inventory and how to reach an SSH node: for commands that name their --target themselves."""
+    return _apply(f, [_inventory(), *_ssh()])
+
+
+def target_options(identity: str | None, known_hosts: str | None, accept_new_host_keys: bool) -> Any:
+    """The library's TargetOptions from the SSH options."""
+    from assessor.targets import TargetOptions
+
+    return TargetOptions(accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts)
+
+
+def reach_options(f: Any) -> Any:
+    """Options every command that reaches many targets shares; they reach the command as one Reach."""
+    options = [
+        click.option(
+            "--target",
+            "-t",
+            "targets",
+            multiple=True,
+            metavar="TARGET",
+            help="local, snapshot:DIR, mock:NAME, mock:FILE.json, ssh://[user@]host[:port] (repeatable).",
+        ),
+        _inventory(),
+        click.option(
+            "--limit", "-l", metavar="PATTERN", help="Hosts or groups of the inventory, as Ansible's --limit."
+        ),
+        click.option(
+            "--forks", type=click.IntRange(1, 1024), default=32, show_default=True, help="Targets handled at once."
+        ),
+        click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds per command."),
+        click.option(
+            "--host-timeout", type=float, default=600.0, show_default=True, help="Seconds for one whole target."
+        ),
+        *_ssh(),
+    ]
+
+    @functools.wraps(f)
+    def packed(**kwargs: Any) -> Any:
+        reach = Reach(**{name: kwargs.pop(name) for name in Reach.__dataclass_fields__})
+        return f(reach=reach, **kwargs)
+
+    return _apply(packed, options)
+
+
+@dataclasses.dataclass
+class Reach:
+    """Which targets a command works on and how to reach them (the shared options)."""
+
+    targets: tuple[str, ...]
+    inventory: str | None
+    limit: str | None
+    forks: int
+    timeout: float
+    host_timeout: float
+    accept_new_host_keys: bool
+    identity: str | None
+    known_hosts: str | None
+
+    def jobs(self, default: tuple[str, ...] = ()) -> list[Any]:
+        from assessor.assess.fleet import Job
+        from assessor.targets import TargetOptions, open_target
+
+        targets = self.targets or (() if self.inventory else default)
+        if not targets and not self.inventory:
+            raise click.UsageError(
+                "give --target (local, snapshot:DIR, mock:NAME, ssh://host, ...) or --inventory FILE"
+            )
+        if self.limit and not self.inventory:
+            raise click.UsageError("--limit selects hosts of an --inventory")
+        options = TargetOptions(
+            accept_new_host_keys=self.accept_new_host_keys,
+            identity=self.identity,
+            known_hosts=self.known_hosts,
+            host_timeout=self.host_timeout,
+        )
+        jobs = [Job(spec, open_target(spec, options)) for spec in targets]
+        if self.inventory:
+            from assessor.targets import inventory as inv
+
+            for host in inv.load(self.inventory, self.limit):
+                ssh = host.ssh if host.target.startswith("ssh://") else None
+                jobs.append(Job(host.name, open_target(host.target, options, name=host.name, ssh=ssh)))
+        return jobs
+
+
+def active_tests(text: str) -> tuple[str, ...]:
+    from assessor.capture.run import active_command
+    from assessor.errors import InputError
+
+    tests = tuple(t.strip() for t in text.split(",") if t.strip())
+    for test in tests:
+        try:
+            active_command(test)
+        except InputError as exc:
+            raise InputError(f"--with: {exc}") from None
+    return tests

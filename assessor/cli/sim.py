@@ -1,0 +1,93 @@
+"""``gpulab sim``: simulated nodes, tool shims for your PATH, injected faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+@click.group()
+def sim() -> None:
+    """The simulator: simulated nodes, tool shims for your PATH, injected faults."""
+
+
+@sim.command("init")
+@click.option("--fixture", default="hgx-h100", show_default=True, help="dgx-a100, hgx-h100, hgx-h200 or pcie-l40s.")
+@click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file to write.")
+@click.option("--host", default=None, help="Host name the simulated node reports.")
+@click.option("--force", is_flag=True, help="Overwrite an existing state file.")
+def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> None:
+    """Create a simulated node's state file from a fixture."""
+    from pathlib import Path
+
+    from assessor.errors import InputError
+    from assessor.sim.fixtures import fixture_names, load_fixture
+    from assessor.sim.state import save_state
+
+    if fixture not in fixture_names():
+        raise InputError(f"unknown fixture {fixture!r} (fixtures: {', '.join(fixture_names())})")
+    path = Path(state_path)
+    if path.exists() and not force:
+        raise InputError(f"{path}: already exists (use --force to start over)")
+    save_state(load_fixture(fixture, host=host), path)
+    click.echo(f"simulated {fixture} node written to {path}")
+    click.echo(f"next: gpulab sim shims ~/.gpulab/bin && export PATH=~/.gpulab/bin:$PATH GPULAB_SIM_STATE={path}")
+
+
+@sim.command("shims")
+@click.argument("directory", type=click.Path(file_okay=False))
+def sim_shims(directory: str) -> None:
+    """Write executables named like the real tools (nvidia-smi, ibstat, ...) into DIRECTORY.
+
+    Put DIRECTORY first on PATH and set GPULAB_SIM_STATE to a state file: the tools then
+    act on that simulated node.
+    """
+    from assessor.sim.shims import write_shims
+
+    written = write_shims(directory)
+    click.echo(f"{len(written)} shims written to {directory}: {' '.join(p.name for p in written)}")
+
+
+def _fault_options(options: tuple[str, ...]) -> dict[str, Any]:
+    import yaml
+
+    from assessor.errors import InputError
+
+    kwargs: dict[str, Any] = {}
+    for item in options:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise InputError(f"--option {item}: expected KEY=VALUE")
+        kwargs[key] = yaml.safe_load(value)
+    return kwargs
+
+
+@sim.command("fault")
+@click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
+@click.argument("fault", required=False)
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="Fault option, e.g. gpu=3.")
+@click.option("--list", "list_faults", is_flag=True, help="List the faults that can be injected.")
+def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list_faults: bool) -> None:
+    """Inject FAULT into the simulated node in STATE (``--list`` shows them)."""
+    from assessor.sim import faults
+
+    if list_faults or not fault:
+        for name, spec in sorted(faults.FAULTS.items()):
+            click.echo(f"{name:24} {spec.description}")
+        return
+    click.echo(faults.inject(state_path, fault, **_fault_options(options)))
+
+
+@sim.command("repair")
+@click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
+@click.argument("fault")
+@click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE", help="Which device, e.g. ca=mlx5_3.")
+def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
+    """Do the physical work that undoes FAULT: reseat a cable, reboot, replace a GPU.
+
+    On a real node these are hands-on jobs no command does; on a simulated one, ask for them here.
+    """
+    from assessor.sim import faults
+
+    click.echo(faults.repair(state_path, fault, **_fault_options(options)))
