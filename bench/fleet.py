@@ -101,8 +101,8 @@ def ssh_floor(bed: SshBed, n: int) -> float:
 
 
 def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
-    from assessor.capture.run import COMMANDS
     from assessor.capture import batch
+    from assessor.capture.run import COMMANDS
 
     root = Path(tempfile.mkdtemp(prefix="gpulab-bench-"))
     bed = SshBed(root)

@@ -37,8 +37,8 @@ def bench_corpus(rounds: int) -> None:
 
 
 def bench_assess(rounds: int) -> None:
-    from assessor.assess import profiles
     from assessor.assess import pipeline as runner
+    from assessor.assess import profiles
     from tests.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -220,8 +220,8 @@ def test_the_nvml_parser_refuses_json_that_is_not_an_object() -> None:
     [("dgx-a100", "dgx-a100"), ("hgx-h100", "hgx-h100"), ("hgx-h200", "hgx-h200"), ("pcie-l40s", "any-gpu-node")],
 )
 def test_a_healthy_fixture_passes_the_nvml_checks_of_its_readiness_profile(fixture: str, profile: str) -> None:
-    from assessor.assess.profiles import load
     from assessor.assess.pipeline import run_profile
+    from assessor.assess.profiles import load
 
     results = run_profile(facts_of(fixture), load(profile))
     bad = [(r.check, r.status, r.message) for r in results if r.status in ("fail", "warn", "error")]

@@ -6,8 +6,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from assessor.assess import fleet
-from assessor.assess import profiles
+from assessor.assess import fleet, profiles
 from assessor.targets import open_target
 
 

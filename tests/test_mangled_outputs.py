@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from assessor import parsers
-from assessor.parsers.assemble import facts_from_snapshot
-from assessor.errors import ParseError
 from assessor.capture.snapshot import Snapshot, Source
+from assessor.errors import ParseError
+from assessor.parsers.assemble import facts_from_snapshot
 from tests.conftest import CORPUS
 from tests.corpus_kinds import corpus_files
 

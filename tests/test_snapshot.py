@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from assessor.capture import snapshot
-from assessor.parsers.assemble import facts_from_snapshot, nvml_failure
 from assessor.errors import InputError
+from assessor.parsers.assemble import facts_from_snapshot, nvml_failure
 from tests.snapshots import corpus_snapshot
 
 

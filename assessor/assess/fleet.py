@@ -15,61 +15,15 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExe
 from dataclasses import dataclass
 from pathlib import Path
 
+from assessor.assess.pipeline import Job, assess_one
 from assessor.assess.profiles import Profile
 from assessor.checks.result import TargetResults
-from assessor.capture.snapshot import Snapshot
-from assessor.targets import Target
-
-
-@dataclass
-class Job:
-    label: str  # what the results call it: the inventory host name or the target spec
-    target: Target
 
 
 @dataclass
 class FleetRun:
     results: list[TargetResults]
     interrupted: bool = False
-
-
-def assess_one(
-    job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
-) -> TargetResults:
-    """Assess one target; any failure to reach or read it is an error for it alone."""
-    from assessor.capture import snapshot
-    from assessor.parsers.assemble import facts_from_snapshot
-    from assessor.errors import GpulabError
-    from assessor.assess.pipeline import run_profile
-
-    try:
-        snap = job.target.snapshot(timeout=timeout, active=active)
-    except GpulabError as exc:
-        return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
-    except Exception as exc:  # a transport bug must not take the fleet down
-        return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
-    if out is not None and snap.path is None:
-        snapshot.write(snap, out / dir_name(job.label), {"target": job.target.spec})
-    if snap.path is None and (missing := no_nvidia(snap)):
-        return TargetResults(job.target.spec, job.target.name or snap.host, [], error=missing)
-    facts = facts_from_snapshot(snap)
-    host = job.target.name or facts.host
-    return TargetResults(job.target.spec, host, run_profile(facts, profile))
-
-
-def no_nvidia(snap: Snapshot) -> str | None:
-    """Why a live node cannot be assessed at all: neither NVML nor nvidia-smi is there."""
-    smi, nvml = snap.sources.get("nvidia-smi-q.xml"), snap.sources.get("nvml.json")
-    if smi is None or smi.status != "missing" or (nvml is not None and nvml.status != "missing"):
-        return None
-    if nvml is not None and nvml.message:
-        return nvml.message
-    return f"no NVIDIA tools on {snap.host or 'the node'}: nvidia-smi is not installed or not on PATH"
-
-
-def dir_name(label: str) -> str:
-    """A host label as a safe directory name (snapshots under --out DIR/<host>/)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "target"
 
 
 def run(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from assessor.assess.profiles import Profile
+from assessor.capture.snapshot import Snapshot
+from assessor.checks.result import Result, TargetResults
 from assessor.errors import GpulabError
 from assessor.facts import NodeFacts
-from assessor.assess.profiles import Profile
-from assessor.checks.result import Result, TargetResults
+from assessor.targets import Target
 
 
 def run_profile(facts: NodeFacts, profile: Profile) -> list[Result]:
@@ -22,7 +26,6 @@ def run_profile(facts: NodeFacts, profile: Profile) -> list[Result]:
 
 def assess(spec: str, profile: Profile, *, timeout: float = 30.0) -> TargetResults:
     """Assess one target by its spec; a target that cannot be read is an error for it only."""
-    from assessor.assess.fleet import Job, assess_one
     from assessor.targets import open_target
 
     return assess_one(Job(spec, open_target(spec)), profile, timeout=timeout)
@@ -31,8 +34,8 @@ def assess(spec: str, profile: Profile, *, timeout: float = 30.0) -> TargetResul
 def with_overrides(profile: Profile, options: list[str]) -> Profile:
     """Add or override checks from ``--check ID[:key=value,...]`` options."""
     from assessor import checks
-    from assessor.checks import params
     from assessor.assess.profiles import CheckRef
+    from assessor.checks import params
 
     refs = list(profile.checks)
     for option in options:
@@ -50,3 +53,42 @@ def with_overrides(profile: Profile, options: list[str]) -> Profile:
         else:
             refs[existing] = CheckRef(check_id, {**refs[existing].params, **typed})
     return Profile(profile.name, profile.description, tuple(refs), profile.file)
+
+
+@dataclass
+class Job:
+    label: str  # what the results call it: the inventory host name or the target spec
+    target: Target
+
+
+def assess_one(
+    job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
+) -> TargetResults:
+    """Assess one target; any failure to reach or read it is an error for it alone."""
+    from assessor.capture import snapshot
+    from assessor.errors import GpulabError
+    from assessor.parsers.assemble import facts_from_snapshot
+
+    try:
+        snap = job.target.snapshot(timeout=timeout, active=active)
+    except GpulabError as exc:
+        return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
+    except Exception as exc:  # a transport bug must not take the fleet down
+        return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
+    if out is not None and snap.path is None:
+        snapshot.write(snap, out / snapshot.dir_name(job.label), {"target": job.target.spec})
+    if snap.path is None and (missing := no_nvidia(snap)):
+        return TargetResults(job.target.spec, job.target.name or snap.host, [], error=missing)
+    facts = facts_from_snapshot(snap)
+    host = job.target.name or facts.host
+    return TargetResults(job.target.spec, host, run_profile(facts, profile))
+
+
+def no_nvidia(snap: Snapshot) -> str | None:
+    """Why a live node cannot be assessed at all: neither NVML nor nvidia-smi is there."""
+    smi, nvml = snap.sources.get("nvidia-smi-q.xml"), snap.sources.get("nvml.json")
+    if smi is None or smi.status != "missing" or (nvml is not None and nvml.status != "missing"):
+        return None
+    if nvml is not None and nvml.message:
+        return nvml.message
+    return f"no NVIDIA tools on {snap.host or 'the node'}: nvidia-smi is not installed or not on PATH"

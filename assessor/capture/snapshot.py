@@ -142,3 +142,8 @@ def write(snap: Snapshot, directory: Path | str, extra_meta: dict[str, Any] | No
     (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     snap.path = path
     return path
+
+
+def dir_name(label: str) -> str:
+    """A host label as a safe directory name (snapshots under --out DIR/<host>/)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "target"

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assessor.facts import NodeFacts
 from assessor.checks.result import Result, Status
+from assessor.facts import NodeFacts
 
 CheckFunc = Callable[[NodeFacts, dict[str, Any]], Result]
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from assessor.checks.base import MissingFacts, need, result
-from assessor.facts import Gpu, NodeFacts
 from assessor.checks.result import Result
+from assessor.facts import Gpu, NodeFacts
 
 # How many device findings a message names before it says "and N more".
 MESSAGE_LIMIT = 4

@@ -6,8 +6,8 @@ from typing import Any
 
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import join_limited
-from assessor.facts import DcgmDiag, DcgmTest, NodeFacts
 from assessor.checks.result import Result
+from assessor.facts import DcgmDiag, DcgmTest, NodeFacts
 
 
 def _name(test: DcgmTest) -> str:

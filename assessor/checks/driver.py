@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from assessor.checks.base import BrokenFacts, MissingFacts, Param, check, need, result
-from assessor.facts import NodeFacts
 from assessor.checks.result import Result
+from assessor.facts import NodeFacts
 
 RELOAD_HINT = (
     "reboot, or unload and reload the nvidia modules (stop nvidia-persistenced, fabric manager and DCGM; "

@@ -7,8 +7,8 @@ from typing import Any
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import gpu_label, join_limited, need_gpus
-from assessor.facts import NodeFacts, Service
 from assessor.checks.result import Result
+from assessor.facts import NodeFacts, Service
 
 FABRIC_MANAGER = "nvidia-fabricmanager"
 PERSISTENCED = "nvidia-persistenced"

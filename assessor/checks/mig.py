@@ -8,8 +8,8 @@ from typing import Any
 
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import gpu_label, join_limited, labels, need_gpus
-from assessor.facts import GpuInstance, NodeFacts
 from assessor.checks.result import Result
+from assessor.facts import GpuInstance, NodeFacts
 
 RESET_HINT = "reset the GPU (nvidia-smi -i N -r) or reboot so the pending MIG mode takes effect"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import join_limited, label_for_index
-from assessor.facts import NodeFacts, Topology
 from assessor.checks.result import Result
+from assessor.facts import NodeFacts, Topology
 
 # Path types of `nvidia-smi topo -m`, nearest first (NV# is GPU-GPU and never appears to a NIC).
 HOPS = ("X", "PIX", "PXB", "PHB", "NODE", "SYS")

@@ -118,8 +118,8 @@ def capture(
     from pathlib import Path
 
     from assessor import __version__ as version
-    from assessor.assess.fleet import dir_name
     from assessor.capture import snapshot
+    from assessor.capture.snapshot import dir_name
     from assessor.errors import GpulabError
 
     tests = active_tests(active)

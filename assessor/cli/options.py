@@ -91,7 +91,7 @@ class Reach:
     known_hosts: str | None
 
     def jobs(self, default: tuple[str, ...] = ()) -> list[Any]:
-        from assessor.assess.fleet import Job
+        from assessor.assess.pipeline import Job
         from assessor.targets import TargetOptions, open_target
 
         targets = self.targets or (() if self.inventory else default)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assessor.checks.result import Result
 from assessor.facts import NodeFacts
 from assessor.labs.model import Lab, LabCheck
-from assessor.checks.result import Result
 from assessor.yamlio import Located
 
 Evaluate = Callable[[str, dict[str, Any]], Result]

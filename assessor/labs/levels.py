@@ -70,10 +70,21 @@ def _get(located: Located, path: tuple[str, ...], kind: type | tuple[type, ...])
     return node
 
 
+def data_file(name: str, root: Path | None = None) -> Path:
+    """A data file of the labs tree (``levels.yaml``, ``blueprints.yaml``): the root's own, else the shipped one."""
+    import os
+
+    from assessor import content
+
+    shipped = content.folder("labs")
+    root = root or Path(os.environ.get("GPULAB_LABS") or shipped)
+    own = root / name
+    return own if own.is_file() else shipped / name
+
+
 def load_blueprints(path: Path | None = None) -> Blueprints:
     """The exam blueprints data file; InputError naming file, line and key when malformed."""
     from assessor import yamlio
-    from assessor.labs.loader import data_file
 
     located = yamlio.load(path or data_file(BLUEPRINTS))
     version = _get(located, ("version",), int)
@@ -104,7 +115,6 @@ def exam_domain_names(path: Path | None = None) -> list[str]:
 def load_rules(root: Path | None = None) -> Rules:
     """levels.yaml (with blueprints.yaml beside it) from ``root``, else the shipped ones."""
     from assessor import yamlio
-    from assessor.labs.loader import data_file
 
     blueprints = load_blueprints(data_file(BLUEPRINTS, root))
     located = yamlio.load(data_file(LEVELS, root))

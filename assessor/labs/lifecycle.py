@@ -409,8 +409,8 @@ def capture_facts(
     of its hosts, reached as the inventory says.
     """
     from assessor.capture import run as capture
-    from assessor.parsers.assemble import facts_from_snapshot
     from assessor.labs.grading import active_tests
+    from assessor.parsers.assemble import facts_from_snapshot
     from assessor.targets import open_target
 
     wanted = active_tests(lab)

@@ -35,20 +35,9 @@ def labs_root() -> Path:
 
 def default_root() -> Path:
     """The labs that ship with gpulab (ignoring ``$GPULAB_LABS``)."""
-    checkout = Path(__file__).resolve().parents[2]
-    # pyproject.toml beside labs/ tells a checkout from a site-packages that happens to hold a labs dir.
-    if (checkout / "labs").is_dir() and (checkout / "pyproject.toml").is_file():
-        return checkout / "labs"
-    from importlib import resources
+    from assessor import content
 
-    return Path(str(resources.files("assessor") / "_data" / "labs"))
-
-
-def data_file(name: str, root: Path | None = None) -> Path:
-    """A data file of the labs tree (``levels.yaml``, ``blueprints.yaml``): the root's own, else the shipped one."""
-    root = root or labs_root()
-    own = root / name
-    return own if own.is_file() else default_root() / name
+    return content.folder("labs")
 
 
 def lab_dirs(root: Path) -> list[Path]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from assessor.capture.snapshot import Snapshot, Source, known_files
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, NodeFacts
-from assessor.capture.snapshot import Snapshot, Source, known_files
 
 # When two files feed the same field, the first one that parses wins.
 PRIORITY = ("nvml.json", "nvidia-smi-q.xml", "nvidia-smi-L.txt")

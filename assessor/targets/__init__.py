@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from assessor.errors import InputError
 from assessor.capture.snapshot import Snapshot
+from assessor.errors import InputError
 
 
 class Target(Protocol):
@@ -91,8 +91,8 @@ def open_target(
 
         target = MockTarget.open(spec)
     elif spec.startswith("ssh://"):
-        from assessor.targets.ssh_connection import SshParams
         from assessor.targets.ssh import SshTarget, parse_spec
+        from assessor.targets.ssh_connection import SshParams
 
         params = SshParams(**ssh) if ssh else parse_spec(spec)
         params.accept_new_host_keys = options.accept_new_host_keys

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from assessor.capture.run import Outcome, capture
+from assessor.capture.snapshot import Snapshot
 from assessor.errors import InputError
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
-from assessor.capture.snapshot import Snapshot
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from assessor.capture.snapshot import Snapshot
 from assessor.errors import InputError
 from assessor.targets.ssh_connection import HostError, SshParams
-from assessor.capture.snapshot import Snapshot
 
 
 def parse_spec(spec: str) -> SshParams:
@@ -34,8 +34,8 @@ class SshTarget:
         return cls(spec, parse_spec(spec))
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        from assessor.capture.run import COMMANDS, active_command, capture
         from assessor.capture import batch
+        from assessor.capture.run import COMMANDS, active_command, capture
         from assessor.targets.ssh_connection import connect, run_script
 
         commands = list(COMMANDS) + [active_command(spec) for spec in active]

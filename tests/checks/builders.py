@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from assessor.checks import REGISTRY, run_check
-from assessor.facts import Gpu, IbPort, NodeFacts, NvLink
 from assessor.checks.result import Result
+from assessor.facts import Gpu, IbPort, NodeFacts, NvLink
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-40GB"

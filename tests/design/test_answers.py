@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from assessor.checks import params as param_types
-from assessor.labs.design import GRADERS, load_answer, run_grader, validate_answer
 from assessor.errors import InputError
+from assessor.labs.design import GRADERS, load_answer, run_grader, validate_answer
 
 GOOD = """\
 fat_tree:

@@ -13,8 +13,8 @@ import pytest
 
 from assessor import checks
 from assessor.checks import params as param_types
-from assessor.labs.design import GRADERS, load_answer, validate_answer
 from assessor.labs import grading
+from assessor.labs.design import GRADERS, load_answer, validate_answer
 from assessor.labs.lifecycle import playbooks_root
 from assessor.labs.loader import default_root, load_catalogue
 from assessor.labs.model import DOMAINS, Lab

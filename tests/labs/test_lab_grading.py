@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from assessor.checks.result import Result
 from assessor.facts import Gpu, NcclDevice, NcclRow, NcclRun, NodeFacts
 from assessor.labs import grading, loader
 from assessor.labs.model import LabCheck, Partial
-from assessor.checks.result import Result
 from tests.labs.conftest import DATA
 
 T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from assessor.capture.run import Command
 from assessor.capture import batch
+from assessor.capture.run import Command
 
 
 def run_script(commands: list[Command], timeout: float = 5, cut: int | None = None, shell: str = "sh") -> batch.Records:

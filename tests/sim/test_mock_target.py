@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from assessor.parsers.assemble import facts_from_snapshot
-from assessor.capture.run import COMMANDS
-from assessor.errors import InputError
-from assessor.assess.profiles import CheckRef, Profile, load
-from assessor.checks.result import Result
 from assessor.assess.pipeline import assess, run_profile
+from assessor.assess.profiles import CheckRef, Profile, load
+from assessor.capture.run import COMMANDS
+from assessor.checks.result import Result
+from assessor.errors import InputError
+from assessor.parsers.assemble import facts_from_snapshot
 from assessor.sim.faults import FAULTS
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import save_state
-from assessor.targets.mock import MockTarget
 from assessor.sim.tools import Session, run_tool
 from assessor.targets import open_target
+from assessor.targets.mock import MockTarget
 
 PROFILED = ("dgx-a100", "hgx-h100", "hgx-h200")  # fixtures with a shipped profile
 # Faults whose check reads an active source (`capture --with ...`): nccl-tests with NCCL_DEBUG=INFO.

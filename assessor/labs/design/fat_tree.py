@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from assessor.checks.base import Param
-from assessor.labs.design import as_located, check_parts, compare, grader, parts_param
-from assessor.labs.design.answer import Schema, check_section
 from assessor.checks.result import Result
+from assessor.labs.design.answer import Schema, check_section
+from assessor.labs.design.base import as_located, check_parts, compare, grader, parts_param
 from assessor.yamlio import Located
 
 SECTION = "fat_tree"
