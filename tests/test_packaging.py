@@ -22,10 +22,11 @@ def test_wheel_carries_labs_playbooks_reports_profiles_schemas_and_fixtures(tmp_
     labs = {n for n in names if n.startswith("assessor/_data/labs/") and n.endswith("/lab.yaml")}
     assert len(labs) == len(list((ROOT / "labs").glob("*/*/lab.yaml"))) >= 24
     assert "assessor/_data/labs/levels.yaml" in names
-    assert any(n.startswith("assessor/_data/playbooks/labs/") and n.endswith(".yml") for n in names)
+    assert "assessor/_data/labs/mig/mig-301/setup.yml" in names  # a lab's playbooks travel with it
+    assert any(n.startswith("assessor/_data/playbooks/tasks/") and n.endswith(".yml") for n in names)
     assert "assessor/_data/reports/README.md" in names
     for needed in (
-        "assessor/profiles/hgx-h100.yaml",
+        "assessor/_data/profiles/hgx-h100.yaml",
         "assessor/schemas/results.schema.json",
         "assessor/schemas/lab.schema.json",
         "assessor/sim/fixtures/dgx-a100.json",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,9 @@ class Profile:
 
 
 def shipped_dir() -> Path:
-    return Path(str(resources.files("assessor") / "profiles"))
+    from assessor import content
+
+    return content.folder("profiles")
 
 
 def shipped() -> dict[str, Path]:

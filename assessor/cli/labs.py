@@ -215,7 +215,8 @@ def lab_grade(
     import json
 
     from assessor.errors import InputError
-    from assessor.labs import attempts, grading, lifecycle
+    from assessor.labs import attempts, grading
+    from assessor.labs import capture as labcapture
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
@@ -235,8 +236,8 @@ def lab_grade(
         if not target:
             raise InputError(f"`lab grade {x.id}` needs --target (the node you worked on, e.g. mock:node.json)")
         options = target_options(identity, known_hosts, accept_new_host_keys)
-        facts = lifecycle.capture_facts(x, target, timeout=timeout, options=options, inventory=inventory)
-        ident = lifecycle.identity(facts)
+        facts = labcapture.capture_facts(x, target, timeout=timeout, options=options, inventory=inventory)
+        ident = labcapture.identity(facts)
         spec = target
     with attempts.opened(db) as conn:
         started = attempts.last_start(conn, who, x.id)

@@ -198,6 +198,9 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
                 )
             )
     scenario = data.get("scenario") or {}
+    for action, rel in (scenario.get("playbooks") or {}).items():
+        if not (directory / rel).is_file():
+            out.append(located.error(("scenario", "playbooks", action), f"no playbook {rel} in {directory}"))
     solution = data.get("solution") or {}
     for key, steps in (("scenario", scenario.get("faults") or []), ("solution", solution.get("repair") or [])):
         field_name = "faults" if key == "scenario" else "repair"

@@ -77,7 +77,7 @@ class Lab:
     dcgm_level: int = 1
     faults: tuple[FaultStep, ...] = ()
     commands: tuple[str, ...] = ()
-    playbooks: dict[str, str] = field(default_factory=dict)  # setup / solve / reset -> path under playbooks/
+    playbooks: dict[str, str] = field(default_factory=dict)  # setup / solve / reset -> file in the lab's folder
     solution_commands: tuple[str, ...] = ()
     repair: tuple[FaultStep, ...] = ()
     solution_answer: str | None = None  # design labs: reference answer file in the lab dir

@@ -1,4 +1,9 @@
-"""Targets: where facts come from (DESIGN.md, Targets). Each kind is imported lazily."""
+"""Targets: where facts come from. One registry keyed by scheme; the spec is parsed here only.
+
+Each kind of target says what it can do: whether a lab may change it (and the change lasts for the
+next command), and which lab driver changes it (the simulator's, or Ansible's for real nodes).
+Kinds are imported lazily, so a command that never opens an SSH target never imports paramiko.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import Any, Protocol
 
 from assessor.capture.snapshot import Snapshot
 from assessor.errors import InputError
+
+FORMS = "local, snapshot:DIR, mock:NAME, mock:FILE.json or ssh://[user@]host[:port]"
 
 
 class Target(Protocol):
@@ -28,40 +35,61 @@ class TargetOptions:
     host_timeout: float = 600.0
 
 
-@dataclass
-class SnapshotTarget:
+@dataclass(frozen=True)
+class TargetKind:
+    """A kind of target and what it can do."""
+
+    name: str
+    form: str  # how a user writes it
+    description: str
+    changeable: bool  # a lab can set it up and the change lasts for the next command
+    lab_driver: str | None  # "sim" (the simulator's tools) or "ansible" (playbooks) for changeable kinds
+
+
+KINDS: dict[str, TargetKind] = {
+    k.name: k
+    for k in (
+        TargetKind("local", "local", "this host: NVML through pynvml, tools as subprocesses", False, None),
+        TargetKind("snapshot", "snapshot:DIR", "a captured snapshot directory", False, None),
+        TargetKind("mock", "mock:NAME", "a fresh simulated node in memory, gone when the command ends", False, None),
+        TargetKind("mock-file", "mock:FILE.json", "a simulated node whose state lives in a file", True, "sim"),
+        TargetKind("ssh", "ssh://[user@]host[:port]", "a remote node over SSH", True, "ansible"),
+        TargetKind("inventory", "HOST with --inventory", "a host of an Ansible inventory", True, "ansible"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A parsed target spec: its kind and the part after the scheme."""
+
     spec: str
-    path: Path
-    name: str | None = None
-    cpu_bound = True  # reading and parsing files: a fleet of these runs in processes
-
-    def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        from assessor.capture import snapshot
-
-        return snapshot.read(self.path)
+    kind: TargetKind
+    rest: str = ""  # mock: fixture name or state file; snapshot: directory; inventory: host name
+    path: Path | None = None  # the state file (mock-file), the directory (snapshot), the inventory (inventory)
 
 
-@dataclass
-class LocalTarget:
-    spec: str = "local"
-    name: str | None = None
-
-    def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
-        import socket
-
-        from assessor.capture.run import capture, run_local
-
-        return capture(run_local, host=socket.gethostname(), timeout=timeout, active=active, nvml_json=_local_nvml)
-
-
-def _local_nvml() -> str:
-    import json
-
-    import pynvml
-
-    from assessor.capture.nvml import collect_json
-
-    return json.dumps(collect_json(pynvml), indent=2)
+def parse_spec(spec: str, inventory: str | None = None) -> TargetSpec:
+    """What kind of target ``spec`` is; with ``inventory``, ``spec`` names one of its hosts."""
+    if inventory is not None:
+        if "://" in spec or spec.startswith(("mock:", "snapshot:")) or spec == "local":
+            raise InputError(f"with --inventory, --target names one host of the inventory, not {spec}")
+        return TargetSpec(spec, KINDS["inventory"], spec, Path(inventory))
+    if spec == "local":
+        return TargetSpec(spec, KINDS["local"])
+    if spec.startswith("snapshot:"):
+        rest = spec.removeprefix("snapshot:")
+        if not rest:
+            raise InputError("snapshot: target needs a directory, e.g. snapshot:./node01")
+        return TargetSpec(spec, KINDS["snapshot"], rest, Path(rest))
+    if spec.startswith("mock:"):
+        rest = spec.removeprefix("mock:")
+        if rest.endswith(".json") or "/" in rest:
+            return TargetSpec(spec, KINDS["mock-file"], rest, Path(rest))
+        return TargetSpec(spec, KINDS["mock"], rest)
+    if spec.startswith("ssh://"):
+        return TargetSpec(spec, KINDS["ssh"], spec.removeprefix("ssh://"))
+    raise InputError(f"unknown target {spec!r}: use {FORMS}")
 
 
 def open_target(
@@ -71,41 +99,28 @@ def open_target(
     name: str | None = None,
     ssh: dict[str, Any] | None = None,
 ) -> Target:
-    """A target from its spec: local, snapshot:DIR, mock:NAME, mock:FILE.json, ssh://...
-
-    ``name`` is the inventory host name; ``ssh`` the connection settings an inventory gave.
-    """
+    """A target from its spec. ``name`` is the inventory host name; ``ssh`` the settings an inventory gave."""
     options = options or TargetOptions()
+    parsed = parse_spec(spec)
     target: Target
-    if spec == "local":
-        target = LocalTarget()
-    elif spec.startswith("snapshot:"):
-        rest = spec.removeprefix("snapshot:")
-        if not rest:
-            raise InputError("snapshot: target needs a directory, e.g. snapshot:./node01")
-        from assessor.capture.snapshot import validate_dir
+    kind = parsed.kind.name
+    if kind == "local":
+        from assessor.targets.local import LocalTarget
 
-        target = SnapshotTarget(spec, validate_dir(rest))
-    elif spec.startswith("mock:"):
+        target = LocalTarget()
+    elif kind == "snapshot":
+        from assessor.capture.snapshot import validate_dir
+        from assessor.targets.local import SnapshotTarget
+
+        target = SnapshotTarget(spec, validate_dir(parsed.rest))
+    elif kind in ("mock", "mock-file"):
         from assessor.targets.mock import MockTarget
 
         target = MockTarget.open(spec)
-    elif spec.startswith("ssh://"):
-        from assessor.targets.ssh import SshTarget, parse_spec
-        from assessor.targets.ssh_connection import SshParams
-
-        params = SshParams(**ssh) if ssh else parse_spec(spec)
-        params.accept_new_host_keys = options.accept_new_host_keys
-        params.known_hosts = options.known_hosts
-        params.connect_timeout = options.connect_timeout
-        params.host_timeout = options.host_timeout
-        if options.identity and not params.key_file:
-            params.key_file = options.identity
-        target = SshTarget(spec, params)
     else:
-        raise InputError(
-            f"unknown target {spec!r}: use local, snapshot:DIR, mock:NAME, mock:FILE.json or ssh://[user@]host[:port]"
-        )
+        from assessor.targets.ssh import SshTarget, ssh_params
+
+        target = SshTarget(spec, ssh_params(spec, options, ssh))
     if name is not None:
         target.name = name
     return target

@@ -130,3 +130,14 @@ def _one_line(warnings: list[str], error: str, path: str) -> str:
             detail = re.search(r"plugin\.\s+(.+?)(?:\n|$)", text)
             return f"{path}: cannot read inventory: {(detail.group(1) if detail else text).strip()}"
     return f"{path}: cannot read inventory: {error}"
+
+
+def find_host(inventory: str, name: str) -> InventoryHost:
+    """The host ``name`` of ``inventory``; InputError when there is none (Ansible would skip it silently)."""
+    from assessor.targets import parse_spec
+
+    parse_spec(name, inventory)  # a host name, not a target spec
+    hosts = [h for h in load(inventory, limit=name) if h.name == name]
+    if not hosts:
+        raise InputError(f"{inventory}: no host named {name}")
+    return hosts[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from assessor.capture.snapshot import Snapshot
@@ -21,6 +22,18 @@ def parse_spec(spec: str) -> SshParams:
     except ValueError:
         raise InputError(f"bad port in ssh target {spec!r}") from None
     return SshParams(parts.hostname, port, unquote(parts.username) if parts.username else None)
+
+
+def ssh_params(spec: str, options: Any, inventory_ssh: dict[str, Any] | None = None) -> SshParams:
+    """Connection settings of an ssh:// target: the inventory's, else the spec's, with the user's options."""
+    params = SshParams(**inventory_ssh) if inventory_ssh else parse_spec(spec)
+    params.accept_new_host_keys = options.accept_new_host_keys
+    params.known_hosts = options.known_hosts
+    params.connect_timeout = options.connect_timeout
+    params.host_timeout = options.host_timeout
+    if options.identity and not params.key_file:
+        params.key_file = options.identity
+    return params
 
 
 @dataclass

@@ -15,7 +15,6 @@ from assessor import checks
 from assessor.checks import params as param_types
 from assessor.labs import grading
 from assessor.labs.design import GRADERS, load_answer, validate_answer
-from assessor.labs.lifecycle import playbooks_root
 from assessor.labs.loader import default_root, load_catalogue
 from assessor.labs.model import DOMAINS, Lab
 from assessor.sim import faults
@@ -135,8 +134,8 @@ def test_node_lab_scenario_and_solution_are_well_formed(lab: Lab) -> None:
     if "real" in lab.runs_on:
         assert set(lab.playbooks) == {"setup", "solve", "reset"}
         for action, path in lab.playbooks.items():
-            assert path == f"labs/{lab.id}/{action}.yml"
-            assert (playbooks_root() / path).is_file(), f"{lab.id}: no {action} playbook {path}"
+            assert path == f"{action}.yml"
+            assert (lab.path / path).is_file(), f"{lab.id}: no {action} playbook {path}"
     else:
         assert not lab.playbooks, f"{lab.id} runs on the simulator only: its playbooks would never run"
     # the start must break something the solution fixes

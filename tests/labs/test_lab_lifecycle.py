@@ -8,8 +8,10 @@ import pytest
 
 from assessor.capture import run as capture
 from assessor.errors import InputError
+from assessor.labs import capture as labcapture
 from assessor.labs import grading, lifecycle, loader
 from assessor.labs.attempts import now
+from assessor.labs.drivers import sim as sim_driver
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
 from tests.labs.conftest import DATA
@@ -17,7 +19,7 @@ from tests.labs.conftest import DATA
 
 def _grade(lab_id: str, spec: str) -> grading.Grade:
     lab = loader.find_lab(lab_id, DATA)
-    return grading.grade_facts(lab, lifecycle.capture_facts(lab, spec), graded_at=now(), started_at=None)
+    return grading.grade_facts(lab, labcapture.capture_facts(lab, spec), graded_at=now(), started_at=None)
 
 
 def test_ib_lab_start_fails_solve_passes_reset_restores(tmp_path: Path):
@@ -73,19 +75,19 @@ def test_nccl_lab_solution_edits_the_nccl_environment(tmp_path: Path):
 def test_gpulab_env_unset_and_malformed(tmp_path: Path):
     node = tmp_path / "node.json"
     save_state(load_fixture("hgx-h100"), node)
-    lifecycle.run_line("gpulab-env -u NCCL_NVLS_ENABLE", node)
-    lifecycle.run_line("gpulab-env NCCL_DEBUG=WARN", node)
+    sim_driver.run_line("gpulab-env -u NCCL_NVLS_ENABLE", node)
+    sim_driver.run_line("gpulab-env NCCL_DEBUG=WARN", node)
     env = load_state(node).nccl_env
     assert "NCCL_NVLS_ENABLE" not in env and env["NCCL_DEBUG"] == "WARN"
     with pytest.raises(lifecycle.StepFailed, match=r"takes NAME=VALUE or -u NAME"):
-        lifecycle.run_line("gpulab-env NCCL_DEBUG", node)
+        sim_driver.run_line("gpulab-env NCCL_DEBUG", node)
 
 
 def test_a_refused_solution_command_says_the_lab_is_broken(tmp_path: Path):
     node = tmp_path / "node.json"
     save_state(load_fixture("dgx-a100"), node)
     with pytest.raises(lifecycle.StepFailed, match=r"`modprobe no_such_module` exited"):
-        lifecycle.run_line("modprobe no_such_module", node)
+        sim_driver.run_line("modprobe no_such_module", node)
 
 
 def test_nccl_test_runs_over_every_gpu_of_a_four_gpu_node(tmp_path: Path, labs_copy: Path):
@@ -95,14 +97,14 @@ def test_nccl_test_runs_over_every_gpu_of_a_four_gpu_node(tmp_path: Path, labs_c
     lab = loader.load_lab(lab_dir)
     node = tmp_path / "l40s.json"
     save_state(load_fixture("pcie-l40s"), node)
-    facts = lifecycle.capture_facts(lab, f"mock:{node}")
+    facts = labcapture.capture_facts(lab, f"mock:{node}")
     assert facts.nccl is not None and facts.nccl.nranks == 4  # -g 4, not the capture default of 8
     assert capture.active_command(capture.nccl_test(4)).argvs[0][-2:] == ("-g", "4")
 
 
 def test_identity_holds_host_serials_and_uuids(tmp_path: Path):
-    facts = lifecycle.capture_facts(loader.find_lab("ib-301", DATA), "mock:hgx-h100")
-    ident = lifecycle.identity(facts)
+    facts = labcapture.capture_facts(loader.find_lab("ib-301", DATA), "mock:hgx-h100")
+    ident = labcapture.identity(facts)
     fixture = load_fixture("hgx-h100")
     assert ident.host == fixture.host
     assert ident.serials == tuple(sorted(g.serial for g in fixture.gpus))

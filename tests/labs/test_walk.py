@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from assessor.labs import capture as labcapture
 from assessor.labs import grading, lifecycle
 from assessor.labs.grading import Grade
 from assessor.labs.loader import default_root, load_catalogue
@@ -24,7 +25,7 @@ SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_des
 
 
 def grade(lab: Lab, spec: str) -> Grade:
-    facts = lifecycle.capture_facts(lab, spec, timeout=60)
+    facts = labcapture.capture_facts(lab, spec, timeout=60)
     now = dt.datetime.now(dt.UTC)
     return grading.grade_facts(lab, facts, graded_at=now, started_at=now)
 

@@ -36,7 +36,9 @@ from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.errors import InputError
+from assessor.labs import capture as labcapture
 from assessor.labs import grading, lifecycle
+from assessor.labs.drivers import ansible as ansible_driver
 from assessor.labs.grading import Grade
 from assessor.labs.loader import default_root, find_lab, load_catalogue
 from assessor.labs.model import Lab
@@ -105,7 +107,7 @@ def files(root: Path | None) -> dict[str, str]:
 
 
 def grade(lab: Lab, target: str, opts: TargetOptions | None = None) -> Grade:
-    facts = lifecycle.capture_facts(lab, target, timeout=60, options=opts)
+    facts = labcapture.capture_facts(lab, target, timeout=60, options=opts)
     now = dt.datetime.now(dt.UTC)
     return grading.grade_facts(lab, facts, graded_at=now, started_at=now)
 
@@ -167,9 +169,7 @@ def test_start_fails_solve_passes_reset_restores_over_ssh(bed: SshBed, lab: Lab,
     before = files(node.root)
     target, opts, hv = spec(bed, node), options(bed), host_vars(node)
 
-    assert lifecycle.start(lab, target, opts, host_vars=hv) == [
-        f"setup playbook labs/{lab.id}/setup.yml ran on 127.0.0.1"
-    ]
+    assert lifecycle.start(lab, target, opts, host_vars=hv) == [f"setup playbook {lab.id}/setup.yml ran on 127.0.0.1"]
     started = grade(lab, target, opts)
     assert not started.passed, f"{lab.id} passes at start over SSH: {explain(started)}"
     graded = {c.id for c in lab.checks}
@@ -218,7 +218,7 @@ def test_a_failed_task_is_named_with_its_message(bed: SshBed) -> None:
     with pytest.raises(lifecycle.StepFailed) as err:
         lifecycle.solve(find_lab("mig-402"), spec(bed, node), options(bed), host_vars=host_vars(node))
     assert str(err.value) == (
-        "solve playbook labs/mig-402/solve.yml failed on 127.0.0.1: "
+        "solve playbook mig-402/solve.yml failed on 127.0.0.1: "
         "task 'Destroy the compute instances on GPU 0': No MIG-enabled devices found. (exit 6)"
     )
 
@@ -246,7 +246,7 @@ def test_cli_starts_grades_and_resets_a_host_of_an_inventory(bed: SshBed, tmp_pa
     assert doc["host"] == node.name
 
     code, out = gpulab("lab", "reset", "health-101", *reach)
-    assert (code, out.strip()) == (0, "reset playbook labs/health-101/reset.yml ran on hgx-h100")
+    assert (code, out.strip()) == (0, "reset playbook health-101/reset.yml ran on hgx-h100")
     code, out = gpulab("lab", "grade", "health-101", *reach, *db, "--json")
     assert code == 0 and json.loads(out)["percent"] == 100.0
 
@@ -269,7 +269,7 @@ def test_cli_grade_over_ssh_uses_the_given_key_and_known_hosts(bed: SshBed, tmp_
 
 def test_ssh_target_becomes_ansible_connection_vars_with_strict_host_keys() -> None:
     opts = TargetOptions(identity="/keys/id_ed25519", known_hosts="/lab/known_hosts")
-    host, hv = lifecycle.ssh_host_vars("ssh://alice@gpu07.lab:2222", opts)
+    host, hv = ansible_driver.ssh_host_vars("ssh://alice@gpu07.lab:2222", opts)
     assert host == "gpu07.lab"
     assert hv == {
         "ansible_host": "gpu07.lab",
@@ -283,7 +283,7 @@ def test_ssh_target_becomes_ansible_connection_vars_with_strict_host_keys() -> N
 
 
 def test_accept_new_host_keys_is_accept_new_not_no() -> None:
-    args = lifecycle.ssh_common_args(TargetOptions(accept_new_host_keys=True))
+    args = ansible_driver.ssh_common_args(TargetOptions(accept_new_host_keys=True))
     assert args == "-o StrictHostKeyChecking=accept-new"
 
 

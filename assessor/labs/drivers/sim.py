@@ -1,0 +1,98 @@
+"""The simulator's lab driver: start, solve and reset a simulated node in a state file.
+
+``start`` restores the lab's fixture (keeping the host name), applies the scenario's faults
+(:mod:`assessor.sim.faults`) and runs its commands through the simulated tools; ``solve`` reverts the
+``repair`` faults and runs the solution's commands; ``reset`` writes the fixture back. The pseudo-command
+``gpulab-env NAME=VALUE`` / ``gpulab-env -u NAME`` edits the node's NCCL environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+from assessor.labs.drivers import StepFailed
+from assessor.labs.loader import ENV_COMMAND, env_command_problem
+from assessor.labs.model import Lab
+
+
+def run_line(line: str, path: Path) -> str:
+    """Run one scenario/solution command line on the node in ``path``; StepFailed when the node refuses it."""
+    from assessor.sim.tools import Session, run_tool
+
+    argv = shlex.split(line)
+    if argv and argv[0] == ENV_COMMAND:
+        return env_edit(argv, path)
+    result = run_tool(argv, Session(path=path))
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise StepFailed(f"`{line}` exited {result.exit_code} on the simulated node: {detail[-1] if detail else ''}")
+    return f"$ {line}"
+
+
+def env_edit(argv: list[str], path: Path) -> str:
+    """``gpulab-env NAME=VALUE`` sets, ``gpulab-env -u NAME`` removes, a variable of ``state.nccl_env``."""
+    from assessor.sim.state import updating
+
+    problem = env_command_problem(argv)
+    if problem:
+        raise StepFailed(problem)
+    with updating(path) as state:
+        if argv[1] == "-u":
+            state.nccl_env.pop(argv[2], None)
+        else:
+            name, _, value = argv[1].partition("=")
+            state.nccl_env[name] = value
+    return f"$ {shlex.join(argv)}"
+
+
+def fixture_state(lab: Lab, path: Path) -> Any:
+    """A fresh node of the lab's fixture, keeping the host name of the node already in ``path``."""
+    from assessor.sim.fixtures import load_fixture
+    from assessor.sim.state import load_state
+
+    host = load_state(path).host if path.exists() else None
+    assert lab.fixture is not None  # the loader requires a fixture on node labs
+    return load_fixture(lab.fixture, host=host)
+
+
+def reset_file(lab: Lab, path: Path) -> list[str]:
+    """Write the lab's fixture back to ``path`` (the host name stays)."""
+    from assessor.sim.state import locked, save_state
+
+    with locked(path):
+        state = fixture_state(lab, path)
+        save_state(state, path)
+    return [f"{path}: reset to a healthy {lab.fixture} node ({state.host})"]
+
+
+def start_file(lab: Lab, path: Path) -> list[str]:
+    """Fresh fixture, then the scenario's faults in order, then its commands."""
+    from assessor.sim import faults
+
+    log = reset_file(lab, path)
+    for step in lab.faults:
+        log.append(faults.inject(path, step.fault, **step.options))
+    for line in lab.commands:
+        log.append(run_line(line, path))
+    return log
+
+
+def solve_file(lab: Lab, path: Path) -> list[str]:
+    """The reference solution: revert the ``repair`` faults, then run the solution's commands."""
+    from assessor.sim import faults
+
+    if not path.exists():
+        raise InputError(
+            f"{path}: no such simulated node state; start the lab first: gpulab lab start {lab.id} --target mock:{path}"
+        )
+    log = []
+    for step in lab.repair:
+        log.append(faults.repair(path, step.fault, **step.options))
+    for line in lab.solution_commands:
+        log.append(run_line(line, path))
+    if not log:
+        log.append("the lab's solution has no steps")
+    return log
