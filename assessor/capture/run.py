@@ -13,18 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from assessor.capture import sources
 from assessor.capture.snapshot import Snapshot, Source
 
 DEFAULT_TIMEOUT_S = 30.0
-
-SERVICES = (
-    "nvidia-persistenced.service",
-    "nvidia-fabricmanager.service",
-    "nvidia-dcgm.service",
-    "openibd.service",
-    "opensm.service",
-)
-SERVICE_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"
+NVML_FILE = "nvml.json"
 
 
 @dataclass(frozen=True)
@@ -41,20 +34,12 @@ def _cmd(file: str, *argvs: Sequence[str]) -> Command:
     return Command(file, tuple(tuple(a) for a in argvs))
 
 
-COMMANDS: tuple[Command, ...] = (
-    _cmd("nvidia-smi-q.xml", ["nvidia-smi", "-q", "-x"]),
-    _cmd("nvidia-smi-L.txt", ["nvidia-smi", "-L"]),
-    _cmd("nvidia-smi-topo.txt", ["nvidia-smi", "topo", "-m"]),
-    _cmd("nvidia-smi-mig-lgi.txt", ["nvidia-smi", "mig", "-lgi"]),
-    _cmd("ibstat.txt", ["ibstat"]),
-    _cmd("ibv_devinfo.txt", ["ibv_devinfo"]),
-    _cmd("lsmod.txt", ["lsmod"]),
-    _cmd("dmesg.txt", ["dmesg"], ["journalctl", "-k", "--no-pager", "-q"]),
-    _cmd("services.txt", ["systemctl", "show", "-p", SERVICE_PROPERTIES, *SERVICES]),
-    _cmd("driver-version.txt", ["cat", "/proc/driver/nvidia/version"]),
-    _cmd("os-release.txt", ["cat", "/etc/os-release"]),
-    _cmd("uname.txt", ["uname", "-a"]),
-)
+# Every capture runs these; the table is assessor.capture.sources.
+COMMANDS: tuple[Command, ...] = tuple(Command(f.file, f.argvs) for f in sources.captured())
+
+
+def _active_file(test: str) -> str:
+    return next(f.file for f in sources.FILES if f.active == test)
 
 
 # Active tests take minutes and load the node: only on request (`capture --with nccl,dcgm`).
@@ -72,11 +57,11 @@ def _nccl(gpus: int) -> Command:
         "-f",
         "2",
     ]
-    return _cmd("nccl-tests.txt", [*argv, "-g", str(gpus)])
+    return _cmd(_active_file("nccl"), [*argv, "-g", str(gpus)])
 
 
 def _dcgm(level: int) -> Command:
-    return _cmd("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(level)])
+    return _cmd(_active_file("dcgm"), ["dcgmi", "diag", "-r", str(level)])
 
 
 # Active tests, by name, with their default argument: the GPU count for nccl, the diagnostic
@@ -201,7 +186,7 @@ def capture(
     for command in commands:
         snap.sources[command.file] = source_from(command, runner, timeout)
     if nvml_json is not None:
-        snap.sources["nvml.json"] = nvml_source(nvml_json)
+        snap.sources[NVML_FILE] = nvml_source(nvml_json)
     if snap.host is None:
         uname = snap.sources.get("uname.txt")
         if uname is not None and uname.text:
@@ -220,18 +205,18 @@ def nvml_source(produce: Callable[[], str]) -> Source:
     except GpulabError as exc:
         status = "missing" if "not found" in str(exc) else "failed"
         return Source(
-            "nvml.json",
+            NVML_FILE,
             None,
             status,
-            command="NVML collector (pynvml)",
+            command=sources.NVML_COLLECTOR,
             message=str(exc),
             duration_s=round(time.monotonic() - start, 4),
         )
     return Source(
-        "nvml.json",
+        NVML_FILE,
         text,
         "ok",
         exit_code=0,
-        command="NVML collector (pynvml)",
+        command=sources.NVML_COLLECTOR,
         duration_s=round(time.monotonic() - start, 4),
     )

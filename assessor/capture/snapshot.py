@@ -18,9 +18,9 @@ META = "meta.json"
 
 def known_files() -> dict[str, str]:
     """Snapshot file name -> parser kind."""
-    from assessor.parsers import KINDS
+    from assessor.capture.sources import FILES
 
-    return {k.file: k.name for k in KINDS.values() if k.file}
+    return {f.file: f.kind for f in FILES}
 
 
 @dataclass

@@ -49,24 +49,14 @@ class BrokenFacts(Exception):
 
 REGISTRY: dict[str, CheckSpec] = {}
 
-# Human words for each facts field: what to capture to get it.
-FACT_SOURCES: dict[str, str] = {
-    "driver": "driver-version.txt or nvidia-smi output",
-    "gpus": "nvml.json or nvidia-smi-q.xml (nvidia-smi -q -x)",
-    "mig_instances": "nvidia-smi-mig-lgi.txt (nvidia-smi mig -lgi) or nvml.json",
-    "mig_profiles": "nvidia-smi mig -lgip output",
-    "topology": "nvidia-smi-topo.txt (nvidia-smi topo -m)",
-    "ib_ports": "ibstat.txt (ibstat) or ibv_devinfo.txt",
-    "ib_devices": "ibv_devinfo.txt (ibv_devinfo)",
-    "modules": "lsmod.txt (lsmod)",
-    "services": "services.txt (systemctl show of the NVIDIA services)",
-    "kernel_events": "dmesg.txt (dmesg or journalctl -k)",
-    "nccl": "nccl-tests.txt (an nccl-tests run such as all_reduce_perf)",
-    "ib_write_bw": "ib_write_bw.txt (perftest ib_write_bw, client side)",
-    "dcgm_diag": "dcgmi-diag.txt (dcgmi diag -r N)",
-    "os_release": "os-release.txt",
-    "uname": "uname.txt",
-}
+
+def fact_sources(name: str) -> str:
+    """Which snapshot files give a facts field, best first, in words: what to capture to get it."""
+    from assessor.capture.sources import FILES, named
+    from assessor.parsers import KINDS
+
+    files = [f.file for f in sorted(FILES, key=lambda f: f.priority) if name in KINDS[f.kind].fields]
+    return " or ".join(named(f) for f in files) if files else name
 
 
 def check(
@@ -97,7 +87,7 @@ def need(facts: NodeFacts, name: str) -> Any:
     problem = facts.problems.get(name)
     if problem:
         raise BrokenFacts(problem)
-    raise MissingFacts(f"no {name.replace('_', ' ')} facts: the snapshot lacks {FACT_SOURCES.get(name, name)}")
+    raise MissingFacts(f"no {name.replace('_', ' ')} facts: the snapshot lacks {fact_sources(name)}")
 
 
 def result(

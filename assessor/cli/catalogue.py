@@ -30,7 +30,7 @@ def checks_list(as_json: bool) -> None:
 def checks_show(check_id: str) -> None:
     """A check's documentation: what it verifies, parameters, facts, what to do on failure."""
     from assessor import checks as catalogue
-    from assessor.checks.base import FACT_SOURCES
+    from assessor.checks.base import fact_sources
 
     spec = catalogue.get(check_id)
     click.echo(f"{spec.id} — {spec.title}\n\n{spec.doc}\n")
@@ -41,7 +41,7 @@ def checks_show(check_id: str) -> None:
         click.echo("  none")
     click.echo("\nReads:")
     for name in spec.facts:
-        click.echo(f"  {name}: from {FACT_SOURCES.get(name, name)}")
+        click.echo(f"  {name}: from {fact_sources(name)}")
     click.echo(f"\nWhen it fails:\n  {spec.remedy}")
 
 

@@ -17,11 +17,10 @@ from assessor.facts import NodeFacts
 
 @dataclass(frozen=True)
 class Kind:
-    name: str  # what `gpulab parse KIND` takes
+    name: str  # what `gpulab parse KIND` takes (which snapshot file holds it: assessor.capture.sources)
     module: str  # assessor.parsers.<module>
     function: str
-    file: str | None  # snapshot file name, when a snapshot holds this kind
-    command: str  # the command that produces it
+    about: str  # the tool output it reads, in words
     fields: tuple[str, ...]  # NodeFacts fields it fills
 
 
@@ -32,49 +31,45 @@ KINDS: dict[str, Kind] = {
             "nvml",
             "nvml_json",
             "parse",
-            "nvml.json",
             "the NVML collector (pynvml)",
             ("driver", "gpus", "mig_instances"),
         ),
-        Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi-q.xml", "nvidia-smi -q -x", ("driver", "gpus")),
-        Kind("nvidia-smi-list", "nvidia_smi_list", "parse", "nvidia-smi-L.txt", "nvidia-smi -L", ("gpus",)),
-        Kind("nvidia-smi-topo", "nvidia_smi_topo", "parse", "nvidia-smi-topo.txt", "nvidia-smi topo -m", ("topology",)),
+        Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi -q -x", ("driver", "gpus")),
+        Kind("nvidia-smi-list", "nvidia_smi_list", "parse", "nvidia-smi -L", ("gpus",)),
+        Kind("nvidia-smi-topo", "nvidia_smi_topo", "parse", "nvidia-smi topo -m", ("topology",)),
         Kind(
             "nvidia-smi-mig-lgi",
             "nvidia_smi_mig",
             "parse_lgi",
-            "nvidia-smi-mig-lgi.txt",
             "nvidia-smi mig -lgi",
             ("mig_instances",),
         ),
-        Kind("nvidia-smi-mig-lgip", "nvidia_smi_mig", "parse_lgip", None, "nvidia-smi mig -lgip", ("mig_profiles",)),
-        Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", None, "nvidia-smi mig -lgipp", ("mig_profiles",)),
-        Kind("ibstat", "ibstat", "parse", "ibstat.txt", "ibstat", ("ib_ports",)),
-        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices",)),
+        Kind("nvidia-smi-mig-lgip", "nvidia_smi_mig", "parse_lgip", "nvidia-smi mig -lgip", ("mig_profiles",)),
+        Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", "nvidia-smi mig -lgipp", ("mig_profiles",)),
+        Kind("ibstat", "ibstat", "parse", "ibstat", ("ib_ports",)),
+        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo", ("ib_devices",)),
         Kind(
             "ib-write-bw",
             "perftest",
             "parse",
-            "ib_write_bw.txt",
             "ib_write_bw (perftest, client side)",
             ("ib_write_bw",),
         ),
-        Kind("lsmod", "lsmod", "parse", "lsmod.txt", "lsmod", ("modules",)),
-        Kind("dmesg", "dmesg", "parse", "dmesg.txt", "dmesg", ("kernel_events",)),
-        Kind("systemctl-show", "services", "parse", "services.txt", "systemctl show <NVIDIA services>", ("services",)),
-        Kind("nccl-tests", "nccl_tests", "parse", "nccl-tests.txt", "all_reduce_perf (nccl-tests)", ("nccl",)),
-        Kind("nccl-debug", "nccl_debug", "parse", None, "NCCL_DEBUG=INFO log lines", ("nccl",)),
-        Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi-diag.txt", "dcgmi diag -r N", ("dcgm_diag",)),
+        Kind("lsmod", "lsmod", "parse", "lsmod", ("modules",)),
+        Kind("dmesg", "dmesg", "parse", "dmesg", ("kernel_events",)),
+        Kind("systemctl-show", "services", "parse", "systemctl show <NVIDIA services>", ("services",)),
+        Kind("nccl-tests", "nccl_tests", "parse", "all_reduce_perf (nccl-tests)", ("nccl",)),
+        Kind("nccl-debug", "nccl_debug", "parse", "NCCL_DEBUG=INFO log lines", ("nccl",)),
+        Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi diag -r N", ("dcgm_diag",)),
         Kind(
             "driver-version",
             "system",
             "parse_driver_version",
-            "driver-version.txt",
             "cat /proc/driver/nvidia/version",
             ("driver",),
         ),
-        Kind("os-release", "system", "parse_os_release", "os-release.txt", "cat /etc/os-release", ("os_release",)),
-        Kind("uname", "system", "parse_uname", "uname.txt", "uname -a", ("uname",)),
+        Kind("os-release", "system", "parse_os_release", "cat /etc/os-release", ("os_release",)),
+        Kind("uname", "system", "parse_uname", "uname -a", ("uname",)),
     )
 }
 

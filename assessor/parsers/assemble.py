@@ -9,11 +9,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from assessor.capture.snapshot import Snapshot, Source, known_files
+from assessor.capture.sources import by_priority
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, NodeFacts
-
-# When two files feed the same field, the first one that parses wins.
-PRIORITY = ("nvml.json", "nvidia-smi-q.xml", "nvidia-smi-L.txt")
 
 
 def nvml_failure(text: str) -> str | None:
@@ -32,7 +30,8 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
     facts = NodeFacts(host=snap.host)
     carried: dict[str, str] = {}
     kinds = known_files()
-    order = sorted(snap.sources, key=lambda f: PRIORITY.index(f) if f in PRIORITY else len(PRIORITY))
+    # When two files feed the same field, the first one that parses wins (the table's priority).
+    order = by_priority(list(snap.sources))
     for name in order:
         source = snap.sources[name]
         spec = KINDS[kinds[name]]

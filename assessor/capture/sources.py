@@ -1,0 +1,93 @@
+"""The snapshot files: one table that capture, parsing, fact assembly and the check docs all read.
+
+Each row is one file of a snapshot: its name, the parser kind that reads it, the command that
+produces it (alternatives tried in order while a tool is missing or refuses), what it is in words,
+and its priority when several files give the same fact (lower wins: NVML's own answer beats
+``nvidia-smi -q -x``, which beats ``nvidia-smi -L``). Active tests (nccl-tests, dcgmi diag) load the
+node, so they run only on request; their command takes an argument (GPU count, diagnostic level).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SERVICES = (
+    "nvidia-persistenced.service",
+    "nvidia-fabricmanager.service",
+    "nvidia-dcgm.service",
+    "openibd.service",
+    "opensm.service",
+)
+SERVICE_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"
+NVML_COLLECTOR = "the NVML collector (pynvml)"
+LAST = 100  # the priority of a file no other file competes with
+
+
+@dataclass(frozen=True)
+class SnapshotFile:
+    file: str
+    kind: str  # the parser kind (`gpulab parse KIND`)
+    argvs: tuple[tuple[str, ...], ...]  # the command and its alternatives; () for the NVML collector
+    description: str
+    priority: int = LAST
+    active: str | None = None  # the active test that produces it (`--with NAME`), else captured always
+
+
+def _row(
+    file: str, kind: str, description: str, *argvs: tuple[str, ...], priority: int = LAST, active: str | None = None
+) -> SnapshotFile:
+    return SnapshotFile(file, kind, tuple(argvs), description, priority, active)
+
+
+FILES: tuple[SnapshotFile, ...] = (
+    _row("nvml.json", "nvml", NVML_COLLECTOR, priority=0),
+    _row("nvidia-smi-q.xml", "nvidia-smi-xml", "nvidia-smi -q -x", ("nvidia-smi", "-q", "-x"), priority=1),
+    _row("nvidia-smi-L.txt", "nvidia-smi-list", "nvidia-smi -L", ("nvidia-smi", "-L"), priority=2),
+    _row("nvidia-smi-topo.txt", "nvidia-smi-topo", "nvidia-smi topo -m", ("nvidia-smi", "topo", "-m")),
+    _row("nvidia-smi-mig-lgi.txt", "nvidia-smi-mig-lgi", "nvidia-smi mig -lgi", ("nvidia-smi", "mig", "-lgi")),
+    _row("ibstat.txt", "ibstat", "ibstat", ("ibstat",)),
+    _row("ibv_devinfo.txt", "ibv-devinfo", "ibv_devinfo", ("ibv_devinfo",)),
+    _row("lsmod.txt", "lsmod", "lsmod", ("lsmod",)),
+    _row(
+        "dmesg.txt",
+        "dmesg",
+        "dmesg (or journalctl -k)",
+        ("dmesg",),
+        ("journalctl", "-k", "--no-pager", "-q"),
+    ),
+    _row(
+        "services.txt",
+        "systemctl-show",
+        "systemctl show of the NVIDIA services",
+        ("systemctl", "show", "-p", SERVICE_PROPERTIES, *SERVICES),
+    ),
+    _row(
+        "driver-version.txt",
+        "driver-version",
+        "/proc/driver/nvidia/version",
+        ("cat", "/proc/driver/nvidia/version"),
+    ),
+    _row("os-release.txt", "os-release", "/etc/os-release", ("cat", "/etc/os-release")),
+    _row("uname.txt", "uname", "uname -a", ("uname", "-a")),
+    _row("ib_write_bw.txt", "ib-write-bw", "perftest ib_write_bw, client side (run by hand between two nodes)"),
+    _row("nccl-tests.txt", "nccl-tests", "an nccl-tests run such as all_reduce_perf", active="nccl"),
+    _row("dcgmi-diag.txt", "dcgmi-diag", "dcgmi diag -r N", active="dcgm"),
+)
+
+BY_FILE: dict[str, SnapshotFile] = {f.file: f for f in FILES}
+
+
+def captured() -> tuple[SnapshotFile, ...]:
+    """The files every capture runs a command for (not the collector, not the active tests)."""
+    return tuple(f for f in FILES if f.argvs and f.active is None)
+
+
+def by_priority(names: list[str] | set[str] | tuple[str, ...]) -> list[str]:
+    """Snapshot file names in the order their facts are taken (known files first, by priority)."""
+    return sorted(names, key=lambda n: (BY_FILE[n].priority if n in BY_FILE else LAST + 1, n))
+
+
+def named(file: str) -> str:
+    """A file with what produces it, for messages: ``ibstat.txt (ibstat)``."""
+    row = BY_FILE.get(file)
+    return f"{file} ({row.description})" if row and row.description != file else file
