@@ -23,11 +23,15 @@ def test_hgx_h100_profile_carries_threshold_numbers() -> None:
     assert by_id["gpu.count"] == {"expected": 8}
 
 
-def test_shipped_profile_numbers_have_a_source_comment() -> None:
+def test_shipped_profile_thresholds_are_named_references_with_a_source() -> None:
+    from assessor.checks import references
+
     for path in profiles.shipped().values():
         for line in path.read_text().splitlines():
             if "min_gbps" in line or "max_corrected" in line:
-                assert "#" in line, f"{path.name}: number without its source: {line}"
+                ref = line.split(": ")[-1].strip(" {}")
+                assert ref.startswith("ref:"), f"{path.name}: a bare number instead of a reference: {line}"
+                assert references.source(ref), ref
 
 
 def test_bare_string_is_check_with_default_params() -> None:

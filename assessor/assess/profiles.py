@@ -47,7 +47,7 @@ def load(name_or_path: str) -> Profile:
 
 def parse(text: str, filename: str) -> Profile:
     from assessor import checks, yamlio
-    from assessor.checks import params
+    from assessor.checks import params, references
 
     doc = yamlio.load(filename, text=text)
     data = doc.data
@@ -88,6 +88,8 @@ def parse(text: str, filename: str) -> Profile:
         typed = {}
         for key, value in raw.items():
             try:
+                if isinstance(value, str) and value.startswith(references.REF_PREFIX):
+                    value = references.resolve(value)
                 typed[key] = params.coerce(spec, key, value)
             except InputError as exc:
                 raise doc.error(("checks", i, "params", key), str(exc)) from None

@@ -492,26 +492,18 @@ def gpu_temperature(facts: NodeFacts, params: dict[str, Any]) -> Result:
 
 
 def _xid_policy() -> tuple[set[int], set[int]]:
-    """(critical, warn) Xid codes from assessor.checks.xids, or THRESHOLDS.md's lists."""
-    try:
-        from assessor.checks import xids as xid_catalog
-    except ImportError:
-        return set(ref.XID_CRITICAL), set(ref.XID_WARN)
-    critical = getattr(xid_catalog, "CRITICAL_XIDS", None) or ref.XID_CRITICAL
-    warn = getattr(xid_catalog, "WARN_XIDS", None) or ref.XID_WARN
-    return {int(c) for c in critical}, {int(c) for c in warn}
+    """(critical, warn) Xid codes of the policy in assessor/data/xids.yaml."""
+    from assessor.checks import xids
+
+    return set(xids.critical_xids()), set(xids.warn_xids())
 
 
 def _xid_text(code: int) -> tuple[str | None, str | None]:
-    """(name, action) for an Xid from assessor.checks.xids; (None, None) for a code it lacks."""
-    try:
-        from assessor.checks import xids as xid_catalog
-    except ImportError:
-        return None, None
-    entry = getattr(xid_catalog, "XID_CATALOG", {}).get(code)
-    if entry is None:
-        return None, None
-    return getattr(entry, "name", None), getattr(entry, "action", None)
+    """(name, action) for an Xid the policy names; (None, None) for a code it lacks."""
+    from assessor.checks import xids
+
+    entry = xids.catalogue().get(code)
+    return (entry.name, entry.action) if entry else (None, None)
 
 
 def _gpu_by_bus(gpus: list[Gpu] | None) -> dict[str, Gpu]:

@@ -1,63 +1,73 @@
-"""Reference numbers for the ``auto`` parameter defaults, keyed by GPU model family.
+"""Reference numbers for the checks' ``auto`` defaults and the profiles' ``ref:NAME`` values.
 
-Every number comes from /wodocs/REFERENCES.md; its source is in the comment beside it.
-The families are the 8-GPU SXM boards those sources measured (A100, H100, H200); any other
-GPU has no reference, and a check whose default is ``auto`` then skips and asks for the
-number instead of guessing one.
+Every number lives once, in ``assessor/data/references.yaml``, with its source beside it (see
+docs/REFERENCES.md). The families are the 8-GPU SXM boards those sources measured (A100, H100,
+H200); any other GPU has no reference, and a check whose default is ``auto`` then skips and asks
+for the number instead of guessing one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from assessor.data import load_data
+from assessor.errors import InputError
 from assessor.facts import Gpu
 
 AUTO = "auto"
+REF_PREFIX = "ref:"
+
+_DATA: dict[str, Any] = load_data("references.yaml")
+
+
+def _families(name: str) -> dict[str, Any]:
+    return {family: row["value"] for family, row in _DATA[name]["families"].items()}
+
 
 # nccl-tests all_reduce_perf busbw (GB/s) at the largest message size, one node, 8 GPUs.
-NCCL_ALLREDUCE_BUSBW_GBPS: dict[str, float] = {
-    "A100": 228.0,  # Azure/azurehpc-health-checks conf/nd96asr_v4.conf (8x A100 SXM4, NV12)
-    "H100": 460.0,  # Azure conf/nd96isr_h100_v5.conf; NVIDIA/nccl-tests#212, #290 (NVLS on)
-    "H200": 431.0,  # Azure conf/nd96isr_h200_v5.conf
-}
-
+NCCL_ALLREDUCE_BUSBW_GBPS: dict[str, float] = {k: float(v) for k, v in _families("nccl_allreduce_busbw_gbps").items()}
 # ibstat port rate (Gb/s) of each compute port.
-IB_RATE_GBPS: dict[str, float] = {
-    "A100": 200.0,  # HDR; Azure conf nd96asr_v4.conf
-    "H100": 400.0,  # NDR; Azure conf (check_hw_ib 400); imbue-ai/cluster-health config.json
-    "H200": 400.0,  # NDR; Azure conf nd96isr_h200_v5.conf
-}
-
+IB_RATE_GBPS: dict[str, float] = {k: float(v) for k, v in _families("ib_rate_gbps").items()}
 # perftest ib_write_bw with GPUDirect, one direction, Gb/s (--report_gbits).
-IB_WRITE_BW_GBITS: dict[str, float] = {
-    "A100": 180.0,  # HDR 200G, 8 MB messages; Azure nd96asr_v4.conf (check_ib_bw_gdr 180)
-    "H100": 380.0,  # NDR 400G; Azure nd96isr_h100_v5.conf
-    "H200": 360.0,  # NDR 400G; Azure nd96isr_h200_v5.conf
-}
-
+IB_WRITE_BW_GBITS: dict[str, float] = {k: float(v) for k, v in _families("ib_write_bw_gbits").items()}
 # Active NVLinks per SXM GPU.
-NVLINK_LINKS: dict[str, int] = {
-    "A100": 12,  # NVLink3, NV12 in nvidia-smi topo -m; scitix/sichek spec; corpus/nvidia_smi_topo/
-    "H100": 18,  # NVLink4, NV18; scitix/sichek spec files
-    "H200": 18,  # NVLink4, NV18; scitix/sichek spec files
-}
+NVLINK_LINKS: dict[str, int] = {k: int(v) for k, v in _families("nvlink_links").items()}
+ECC_MAX_CORRECTED: int = int(_DATA["ecc_max_corrected"]["value"])
+THROTTLE_FAIL: tuple[str, ...] = tuple(_DATA["throttle_fail"]["value"])
+THROTTLE_WARN: tuple[str, ...] = tuple(_DATA["throttle_warn"]["value"])
+TEMPERATURE_MARGIN_C: int = int(_DATA["temperature_margin_c"]["value"])
+TEMPERATURE_FALLBACK_MAX_C: int = int(_DATA["temperature_fallback_max_c"]["value"])
 
-# Volatile corrected ECC errors above which a GPU is worth a look.
-ECC_MAX_CORRECTED = 20_000_000  # Azure customTests (Meta's facebookresearch/gcm uses 50M)
 
-# Xid policy, used when assessor.xid_catalog cannot be imported.
-# Azure customTests/azure_gpu_xid.nhc and the NVIDIA Xid catalogue (corpus/xid_catalog/).
-XID_CRITICAL: frozenset[int] = frozenset({48, 56, 57, 58, 62, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 95, 119, 120})
-XID_WARN: frozenset[int] = frozenset({13, 31, 43, 45, 63, 94, 109})
+def names() -> list[str]:
+    """Every reference a profile can name: ``NAME`` or ``NAME.FAMILY``."""
+    out = []
+    for name, row in _DATA.items():
+        out += [f"{name}.{family}" for family in row["families"]] if "families" in row else [name]
+    return out
 
-# Clock-throttle reasons (NVML clocksEventReasons without the prefix): 0x8, 0x40, 0x80 fail,
-# 0x20 warns. NVML constants; facebookresearch/gcm.
-THROTTLE_FAIL: tuple[str, ...] = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
-THROTTLE_WARN: tuple[str, ...] = ("sw_thermal_slowdown",)
 
-# Degrees below the GPU's own slowdown threshold at which gpu.temperature fails.
-TEMPERATURE_MARGIN_C = 5
-TEMPERATURE_FALLBACK_MAX_C = 85  # when the GPU does not report its slowdown threshold
+def resolve(text: str) -> Any:
+    """The value of ``ref:NAME`` or ``ref:NAME.FAMILY``; InputError for a reference that does not exist."""
+    name, _, family = text.removeprefix(REF_PREFIX).partition(".")
+    row = _DATA.get(name)
+    if row is not None and family and family in row.get("families", {}):
+        return row["families"][family]["value"]
+    if row is not None and not family and "value" in row:
+        return row["value"]
+    import difflib
+
+    close = difflib.get_close_matches(text.removeprefix(REF_PREFIX), names(), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise InputError(f"unknown reference {text!r}{hint}")
+
+
+def source(text: str) -> str:
+    """Where the value of ``ref:NAME[.FAMILY]`` comes from."""
+    name, _, family = text.removeprefix(REF_PREFIX).partition(".")
+    row = _DATA[name]
+    return str(row["families"][family]["source"] if family else row["source"])
 
 
 def model_family(name: str | None) -> str | None:
