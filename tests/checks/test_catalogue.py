@@ -24,8 +24,8 @@ from assessor.facts import (
     Service,
     Topology,
 )
-from tests.checks.builders import H100_PCIE, gpu, ib_port
-from tests.conftest import CORPUS
+from tests.support.builders import H100_PCIE, gpu, ib_port
+from tests.support.corpus import CORPUS
 
 DESIGN = CORPUS.parents[2] / "docs" / "CONTRACTS.md"
 PARAM_TYPES = {"int", "float", "str", "bool", "list", "dict"}

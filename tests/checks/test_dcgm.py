@@ -1,5 +1,5 @@
 from assessor.facts import DcgmDiag, DcgmTest
-from tests.checks.builders import node, run
+from tests.support.builders import node, run
 
 
 def diag(*results: tuple[str, str, str]) -> DcgmDiag:

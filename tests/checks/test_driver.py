@@ -1,5 +1,5 @@
 from assessor.facts import DriverInfo, KernelModule
-from tests.checks.builders import gpus, node, run
+from tests.support.builders import gpus, node, run
 
 MODULES = [KernelModule(n) for n in ("nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia", "nvidia_peermem")]
 

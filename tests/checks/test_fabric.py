@@ -1,5 +1,5 @@
 from assessor.facts import Service
-from tests.checks.builders import A100, L40S, gpu, gpus, node, run
+from tests.support.builders import A100, L40S, gpu, gpus, node, run
 
 FM_ACTIVE = Service("nvidia-fabricmanager.service", "loaded", "active", "running", "enabled", "success", 0)
 PD_ACTIVE = Service("nvidia-persistenced.service", "loaded", "active", "running", "enabled", "success", 0)

@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from assessor.facts import Gpu, KernelEvent, NvLink, Service, Topology
-from tests.checks.builders import A100, H100, H100_PCIE, L40S, gpu, gpus, node, run
+from tests.support.builders import A100, H100, H100_PCIE, L40S, gpu, gpus, node, run
 
 GPU_CHECKS = [
     "gpu.count",

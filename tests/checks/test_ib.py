@@ -1,5 +1,5 @@
 from assessor.facts import KernelModule, PerftestRow, PerftestRun
-from tests.checks.builders import A100, L40S, gpus, ib_port, ndr_ports, node, run
+from tests.support.builders import A100, L40S, gpus, ib_port, ndr_ports, node, run
 
 
 def test_all_ndr_ports_active_pass():
@@ -212,7 +212,7 @@ def test_link_layer_min_ports_tolerates_front_end_ethernet_nics():
     # corpus/ibstat/03: a healthy H100 node, 8 InfiniBand compute ports Active at 400 plus four
     # Ethernet front-end/storage ports; the shipped profiles must not fail it
     from assessor.parsers import ibstat
-    from tests.conftest import read_corpus
+    from tests.support.corpus import read_corpus
 
     ports = ibstat.parse(read_corpus("ibstat/03_h100_mixed_ib_eth_some_disabled.txt")).ib_ports
     r = run("ib.link_layer", node(ib_ports=ports), expected="InfiniBand", min_ports=8)

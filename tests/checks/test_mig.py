@@ -1,5 +1,5 @@
 from assessor.facts import GpuInstance
-from tests.checks.builders import A100, L40S, gpu, gpus, node, run
+from tests.support.builders import A100, L40S, gpu, gpus, node, run
 
 
 def gi(gpu_index: int, name: str, gi_id: int, profile_id: int | None = None) -> GpuInstance:

@@ -1,5 +1,5 @@
 from assessor.facts import NcclDebug, NcclDevice, NcclRow, NcclRun
-from tests.checks.builders import A100, H100, gpus, ndr_ports, node, run
+from tests.support.builders import A100, H100, gpus, ndr_ports, node, run
 
 # Sizes and busbw of corpus/nccl_tests/02 (8x A100-SXM4-80GB, one node): peak 232 GB/s at 4 GiB,
 # "# Avg bus bandwidth" 66.2.

@@ -1,5 +1,5 @@
 from assessor.facts import Topology
-from tests.checks.builders import A100, gpus, node, run
+from tests.support.builders import A100, gpus, node, run
 
 
 def dgx_a100() -> Topology:

@@ -6,7 +6,7 @@ import doctest
 import re
 
 from assessor.checks import xids as xid_catalog
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 # docs/REFERENCES.md, "Xid policy" (Azure customTests/azure_gpu_xid.nhc).
 POLICY_CRITICAL = {48, 56, 57, 58, 62, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 95, 119, 120}

@@ -46,7 +46,7 @@ from assessor.sim import faults
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
 from assessor.targets import TargetOptions
-from tests.sshbed import Node, SshBed, sshd_available
+from tests.support.sshbed import Node, SshBed, sshd_available
 
 REAL_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "real" in lab.runs_on]
 # The node's own /etc/nccl.conf on the DGX A100 nodes: the playbooks must keep it and put it back. The H100

@@ -6,7 +6,7 @@ from assessor.errors import ParseError
 from assessor.facts import DcgmDiag
 from assessor.parsers import parse
 from assessor.parsers.dcgmi_diag import normalise_result
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 DCGM_33 = "dcgmi_diag/01_dcgm3.3.1_r2_metadata_deployment_denylist.txt"
 DCGM_30 = "dcgmi_diag/03_dcgm3.0.4_r3_no_metadata_integration_section.txt"

@@ -9,7 +9,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import KernelEvent
 from assessor.parsers import dmesg
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 
 def events(text: str) -> list[KernelEvent]:

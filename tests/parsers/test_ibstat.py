@@ -10,7 +10,7 @@ from assessor import parsers
 from assessor.errors import ParseError
 from assessor.facts import IbPort
 from assessor.parsers import ibstat
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 
 def ports_by_ca(rel: str) -> dict[str, IbPort]:

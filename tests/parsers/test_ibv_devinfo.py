@@ -9,7 +9,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import IbDevice
 from assessor.parsers import ibv_devinfo
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 # ibv_devinfo -v of one HDR port (shape of rdma-core's output: flag lists on lines of
 # their own, blank lines inside the device, GID lines).

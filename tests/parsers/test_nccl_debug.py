@@ -5,7 +5,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.parsers import parse
 from assessor.parsers.nccl_debug import parse_debug_lines
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 H800 = "nccl_debug/01_h800_single_node_ib_not_found_socket_fallback_nvls.txt"
 L40_IBEXT = "nccl_debug/03_l40_roce_irdma_hpcx_plugin_IBext_v8.txt"

@@ -5,7 +5,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import NcclRun
 from assessor.parsers import parse
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 H100_2NODE = "nccl_tests/01_all_reduce_2node_16xH100_a3mega_tcpxo.txt"
 A100_G8 = "nccl_tests/02_all_reduce_1node_8xA100_sxm4_80gb_g8.txt"

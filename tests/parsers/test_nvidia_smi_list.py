@@ -6,7 +6,7 @@ import pytest
 
 from assessor.errors import ParseError
 from assessor.parsers import nvidia_smi_list
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 MIG_A100 = "nvml/nvidia_smi_L_mig_A100_40GB_guide.txt"
 

@@ -10,7 +10,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import GpuInstance, MigProfile, NodeFacts
 from assessor.parsers import nvidia_smi_mig
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 LGI_A100 = "nvml/mig_lgi_A100_40GB.txt"
 LGIP_H100_NVL = "nvml/mig_lgip_H100_NVL_94GB.txt"

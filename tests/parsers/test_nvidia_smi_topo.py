@@ -7,7 +7,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import Topology
 from assessor.parsers import nvidia_smi_topo
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 DGX_A100 = "nvidia_smi_topo/01_dgx_a100_40gb_nv12_12nics_pxb.txt"
 DGX_A100_NVML = "nvml/topo_m_DGX_A100_40GB_excerpt.txt"

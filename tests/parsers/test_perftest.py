@@ -9,7 +9,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import PerftestRun
 from assessor.parsers import perftest
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 
 def run_of(text: str) -> PerftestRun:

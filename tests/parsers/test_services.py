@@ -9,7 +9,7 @@ import pytest
 from assessor.errors import ParseError
 from assessor.facts import Service
 from assessor.parsers import services
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 # `systemctl show -p Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus
 #  nvidia-fabricmanager nvidia-persistenced nvidia-dcgm` on a PCIe box where FM failed.

@@ -10,7 +10,7 @@ from assessor import parsers
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo
 from assessor.parsers import system
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 PROPRIETARY = """\
 NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023

@@ -8,7 +8,7 @@ import pytest
 
 from assessor.errors import InputError
 from assessor.sim.fixtures import fixture_names, load_fixture
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

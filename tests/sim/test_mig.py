@@ -10,7 +10,7 @@ import pytest
 
 from assessor.sim import mig
 from assessor.sim.mig import MigGpu, Placed
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 A100 = "NVIDIA A100-SXM4-40GB"
 H100 = "NVIDIA H100 80GB HBM3"

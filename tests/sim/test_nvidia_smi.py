@@ -13,7 +13,7 @@ from assessor.sim import mig
 from assessor.sim.fixtures import fixture_names, load_fixture
 from assessor.sim.state import GpuProcess, NodeState, load_state, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 FIXTURES = fixture_names()
 

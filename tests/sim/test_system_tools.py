@@ -13,7 +13,7 @@ from assessor.parsers import parse
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState, load_state, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 SHOW = ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"]
 

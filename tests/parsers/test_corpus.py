@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from assessor import parsers
-from tests.conftest import CORPUS
-from tests.corpus_kinds import corpus_files
+from tests.support.corpus import CORPUS
+from tests.support.corpus_kinds import corpus_files
 
 FILES = corpus_files(CORPUS)
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from assessor.cli import main
-from tests.conftest import CORPUS
-from tests.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
+from tests.support.corpus import CORPUS
+from tests.support.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
 
 
 def gpulab(*args: str) -> tuple[int, str, str]:

@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.corpus import ROOT
 
 
 def test_wheel_carries_labs_playbooks_reports_profiles_schemas_and_fixtures(tmp_path: Path) -> None:

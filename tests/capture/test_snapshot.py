@@ -8,7 +8,7 @@ import pytest
 from assessor.capture import snapshot
 from assessor.errors import InputError
 from assessor.parsers.assemble import facts_from_snapshot, nvml_failure
-from tests.snapshots import corpus_snapshot
+from tests.support.snapshots import corpus_snapshot
 
 
 def test_missing_directory_is_an_input_error(tmp_path: Path) -> None:

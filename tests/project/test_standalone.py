@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Built from parts so this file does not match itself.
 SHARED = re.compile(re.escape("..") + r"/" + "shared" + r"\b")
 BUILD_MACHINE = re.compile(r"(?<![\w.-])/" + "work" + r"/(main|shared|\.library|\.mirror)\b")
@@ -40,6 +40,6 @@ def test_the_patterns_catch_what_they_are_for() -> None:
 
 
 def test_tests_read_the_corpus_inside_the_repository() -> None:
-    from tests.conftest import CORPUS
+    from tests.support.corpus import CORPUS
 
     assert CORPUS.is_relative_to(ROOT) and (CORPUS / "SOURCES.md").is_file()

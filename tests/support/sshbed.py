@@ -215,3 +215,13 @@ def _keygen(path: Path) -> None:
 
 def sshd_available() -> bool:
     return Path(SSHD).exists()
+
+
+def node(bed: SshBed, name: str) -> Node:
+    """The bed's node called ``name``."""
+    return next(n for n in bed.nodes if n.name == name)
+
+
+def write_inventory(bed: SshBed, tmp: Path, names: list[str], extra: str = "") -> Path:
+    """An inventory of the named nodes of the bed in ``tmp/lab.yml``."""
+    return bed.inventory(tmp / "lab.yml", [node(bed, n) for n in names], extra)

@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.sim import faults
-from tests.remote.conftest import node, write_inventory
-from tests.sshbed import SshBed, free_port
+from tests.support.sshbed import SshBed, free_port, node, write_inventory
 
 
 def gpulab(*args: str) -> tuple[int, str, str]:

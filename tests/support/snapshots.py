@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.conftest import CORPUS
+from tests.support.corpus import CORPUS
 
 
 def corpus_snapshot(directory: Path, files: dict[str, str]) -> Path:

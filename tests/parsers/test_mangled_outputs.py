@@ -13,8 +13,8 @@ from assessor import parsers
 from assessor.capture.snapshot import Snapshot, Source
 from assessor.errors import ParseError
 from assessor.parsers.assemble import facts_from_snapshot
-from tests.conftest import CORPUS
-from tests.corpus_kinds import corpus_files
+from tests.support.corpus import CORPUS
+from tests.support.corpus_kinds import corpus_files
 
 FILES = corpus_files(CORPUS)
 ODD = ["N/A", "-1", "999999999999999999999", "", "nan", "1e400", "x", "[N/A]", "0x"]

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.sshbed import SshBed, sshd_available
+from tests.support.sshbed import SshBed, sshd_available
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +29,3 @@ def fresh(bed: SshBed) -> SshBed:
     for node in bed.nodes:
         node.reset()
     return bed
-
-
-def node(bed: SshBed, name: str):
-    return next(n for n in bed.nodes if n.name == name)
-
-
-def write_inventory(bed: SshBed, tmp: Path, names: list[str], extra: str = "") -> Path:
-    return bed.inventory(tmp / "lab.yml", [node(bed, n) for n in names], extra)

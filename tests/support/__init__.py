@@ -1,0 +1,1 @@
+"""What the tests share: builders of facts, real-output snapshots, the corpus index, the loopback sshd test bed."""
