@@ -76,7 +76,7 @@ def test_constants_and_exception_classes_are_pynvml_s_own(h100: MockNvml) -> Non
 def test_a_pynvml_function_the_mock_does_not_simulate_is_function_not_found(h100: MockNvml) -> None:
     handle = h100.nvmlDeviceGetHandleByIndex(0)
     with pytest.raises(pynvml.NVMLError_FunctionNotFound):
-        h100.nvmlDeviceGetFanSpeed(handle)
+        h100.nvmlDeviceGetEncoderUtilization(handle)
 
 
 def test_device_queries_return_units_and_types_as_pynvml(h100: MockNvml) -> None:
