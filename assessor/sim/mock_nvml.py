@@ -124,6 +124,21 @@ _MIG_ERRORS = {
     mig.IN_USE: pynvml.NVML_ERROR_IN_USE,
     mig.NOT_FOUND: pynvml.NVML_ERROR_NOT_FOUND,
 }
+# nvmlErrorString's texts for the codes pynvml has no text of its own for (NVML's header, nvidia-smi output).
+_ERROR_STRINGS = {
+    pynvml.NVML_SUCCESS: "Success",
+    pynvml.NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    pynvml.NVML_ERROR_CORRUPTED_INFOROM: "Corrupted infoROM",
+    pynvml.NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    pynvml.NVML_ERROR_RESET_REQUIRED: "GPU requires restart",
+    pynvml.NVML_ERROR_OPERATING_SYSTEM: "The operating system has blocked the request.",
+    pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "RM has detected an NVML/RM version mismatch.",
+    pynvml.NVML_ERROR_IN_USE: "In use by another client",
+    pynvml.NVML_ERROR_MEMORY: "Insufficient Memory",
+    pynvml.NVML_ERROR_NO_DATA: "No data",
+    pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES: "Insufficient Resources",
+    pynvml.NVML_ERROR_UNKNOWN: "Unknown Error",
+}
 # Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
 _NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
 
@@ -338,7 +353,9 @@ class MockNvml:
         self._refcount -= 1
 
     def nvmlErrorString(self, result: int) -> str:
-        return str(pynvml.NVMLError(result))
+        # Not str(NVMLError(result)): pynvml's __str__ asks nvmlErrorString for codes it has no text for.
+        known = getattr(pynvml.NVMLError, "_errcode_to_string", {})
+        return known.get(result) or _ERROR_STRINGS.get(result, "Unknown Error")
 
     def nvmlSystemGetDriverVersion(self) -> str:
         return self._st().driver.version
