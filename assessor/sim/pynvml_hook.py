@@ -106,7 +106,7 @@ def install(module: ModuleType | None = None) -> Any:
         import pynvml as module  # type: ignore[no-redef]
     assert module is not None
     if hasattr(module, _ORIGINALS):
-        return module._gpulab_mock
+        return getattr(module, "_gpulab_mock")  # noqa: B009
     from assessor.sim.mock_nvml import MockNvml
 
     mock = _env_nvml()
@@ -119,9 +119,9 @@ def install(module: ModuleType | None = None) -> Any:
     def not_in_the_simulator(name: str) -> Any:
         raise module.NVMLError(module.NVML_ERROR_FUNCTION_NOT_FOUND)
 
-    originals["_nvmlGetFunctionPointer"] = module._nvmlGetFunctionPointer
-    module._nvmlGetFunctionPointer = not_in_the_simulator
-    module._gpulab_mock = mock
+    originals["_nvmlGetFunctionPointer"] = getattr(module, "_nvmlGetFunctionPointer")  # noqa: B009
+    setattr(module, "_nvmlGetFunctionPointer", not_in_the_simulator)  # noqa: B010
+    setattr(module, "_gpulab_mock", mock)  # noqa: B010
     setattr(module, _ORIGINALS, originals)
     return mock
 
