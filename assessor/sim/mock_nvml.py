@@ -94,8 +94,8 @@ _NVLINK_COUNTERS = {
     pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA: "crc_data",
 }
 _NVLINK_VERSION = {
-    3: pynvml.NVML_NVLINK_VERSION_3_0,
-    4: pynvml.NVML_NVLINK_VERSION_4_0,
+    3: getattr(pynvml, "NVML_NVLINK_VERSION_3_0", 4),
+    4: getattr(pynvml, "NVML_NVLINK_VERSION_4_0", 6),
     5: getattr(pynvml, "NVML_NVLINK_VERSION_5_0", 7),
 }
 _FABRIC_STATE = {
@@ -691,7 +691,7 @@ class MockNvml:
         return pynvml.NVML_FEATURE_ENABLED if self._link(device, link).active else pynvml.NVML_FEATURE_DISABLED
 
     def nvmlDeviceGetNvLinkVersion(self, device: Any, link: int) -> int:
-        return _NVLINK_VERSION.get(self._link(device, link).version, pynvml.NVML_NVLINK_VERSION_INVALID)
+        return _NVLINK_VERSION.get(self._link(device, link).version, getattr(pynvml, "NVML_NVLINK_VERSION_INVALID", 0))
 
     def nvmlDeviceGetNvLinkErrorCounter(self, device: Any, link: int, counter: int) -> int:
         nvlink = self._link(device, link)
