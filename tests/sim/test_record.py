@@ -1,0 +1,114 @@
+"""Recording a real node: snapshot -> simulated node -> simulated tools -> the same facts as the real node."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assessor.errors import InputError
+from assessor.facts import Gpu
+from assessor.parsers import ibstat, nvidia_smi_mig, nvidia_smi_xml
+from assessor.sim.record import closest_fixture, record, record_command
+from assessor.sim.state import load_state
+from assessor.sim.tools import Session, run_tool
+from tests.conftest import CORPUS
+
+XMLS = sorted((CORPUS / "nvidia_smi_xml").glob("*.xml"))
+
+
+def snapshot(tmp_path: Path, files: dict[str, Path]) -> Path:
+    """A snapshot directory holding corpus files under their snapshot names (nvidia-smi-q.xml...)."""
+    directory = tmp_path / "snap"
+    directory.mkdir()
+    for name, source in files.items():
+        shutil.copy(source, directory / name)
+    return directory
+
+
+def state_path(index: int, fact_field: str) -> str:
+    """The state path :func:`record` names when it fills a GPU fact the snapshot lacks."""
+    if fact_field.startswith("ecc_") and not fact_field.startswith("ecc_mode"):
+        return f"gpus[{index}].ecc.{fact_field[4:]}"
+    return f"gpus[{index}].{fact_field}"
+
+
+def assert_same_gpus(original: list[Gpu], back: list[Gpu], filled: list[str]) -> None:
+    assert len(back) == len(original)
+    for a, b in zip(original, back, strict=True):
+        for key, want in dataclasses.asdict(a).items():
+            got = dataclasses.asdict(b)[key]
+            if want is None and got is not None:
+                # The state needs a value here (a power draw on a board that prints N/A): the fixture's,
+                # and record() says so.
+                assert state_path(a.index, key) in filled, f"GPU {a.index} {key}: {got!r} not listed as filled"
+                continue
+            assert got == want, f"GPU {a.index} {key}: recorded {got!r}, real {want!r}"
+
+
+@pytest.mark.parametrize("xml", XMLS, ids=lambda p: p.name)
+def test_recording_then_simulating_gives_the_real_node_s_nvidia_smi_facts(xml: Path, tmp_path: Path) -> None:
+    state, filled = record(snapshot(tmp_path, {"nvidia-smi-q.xml": xml}))
+    original = nvidia_smi_xml.parse(xml.read_text(encoding="utf-8", errors="replace"))
+    back = nvidia_smi_xml.parse(run_tool(["nvidia-smi", "-q", "-x"], Session(state=state)).stdout)
+    assert original.gpus is not None and back.gpus is not None
+    assert_same_gpus(original.gpus, back.gpus, filled)
+    assert back.driver == original.driver
+    assert "ib_hcas" in filled and "services" in filled  # the snapshot had neither: the fixture's
+
+
+def test_a_mig_node_with_its_instances_and_infiniband_round_trips(tmp_path: Path) -> None:
+    xml = CORPUS / "nvidia_smi_xml" / "a100-sxm4-40gb-mig-510-v11.xml"
+    lgi = CORPUS / "nvml" / "mig_lgi_A100_40GB.txt"
+    ib = CORPUS / "ibstat" / "04_a100_cx6dx_mt4126_200.txt"
+    directory = snapshot(tmp_path, {"nvidia-smi-q.xml": xml, "nvidia-smi-mig-lgi.txt": lgi, "ibstat.txt": ib})
+    state, filled = record(directory)
+    assert state.fixture == "recorded-from-dgx-a100"
+    session = Session(state=state)
+    want_mig = nvidia_smi_mig.parse_lgi(lgi.read_text(encoding="utf-8")).mig_instances
+    got_mig = nvidia_smi_mig.parse_lgi(run_tool(["nvidia-smi", "mig", "-lgi"], session).stdout).mig_instances
+    assert want_mig is not None and len(want_mig) == 4
+    key = lambda g: (g.gpu, g.gi_id)  # noqa: E731
+    assert sorted(got_mig or [], key=key) == sorted(want_mig, key=key)
+    want_ib = ibstat.parse(ib.read_text(encoding="utf-8")).ib_ports
+    got_ib = ibstat.parse(run_tool(["ibstat"], session).stdout).ib_ports
+    assert got_ib == want_ib and want_ib
+    assert "ib_hcas" not in filled and "ib_hcas[*].bus_id" in filled
+
+
+def test_the_closest_fixture_is_the_same_model_else_the_same_family_else_architecture() -> None:
+    from assessor.facts import NodeFacts
+
+    assert closest_fixture(NodeFacts(gpus=[Gpu(0, name="NVIDIA H100 NVL", architecture="Hopper")])) == "h100-nvl"
+    assert closest_fixture(NodeFacts(gpus=[Gpu(0, name="NVIDIA A100-SXM4-80GB", architecture="Ampere")])) == (
+        "dgx-a100"
+    )
+    assert closest_fixture(NodeFacts(gpus=[Gpu(0, name="NVIDIA L4", architecture="Ada Lovelace")])) == "pcie-l40s"
+    assert closest_fixture(NodeFacts(gpus=[Gpu(0, name="Tesla V100", architecture=None)])) == "hgx-h100"
+
+
+def test_values_the_snapshot_lacks_are_listed_and_real_values_are_not(tmp_path: Path) -> None:
+    xml = CORPUS / "nvidia_smi_xml" / "quadro-p400-418-nodtd.xml"  # power N/A, no architecture field
+    state, filled = record(snapshot(tmp_path, {"nvidia-smi-q.xml": xml}))
+    assert "gpus[0].power_draw_w" in filled and "gpus[0].architecture" in filled
+    assert "gpus[0].name" not in filled and state.gpus[0].name == "Quadro P400"
+    assert state.gpus[0].ecc_mode_current is None  # N/A stays N/A
+    assert "gpus[*].clocks_mhz" in filled
+
+
+def test_record_command_writes_a_state_the_simulator_loads(tmp_path: Path) -> None:
+    xml = CORPUS / "nvidia_smi_xml" / "v100s-pcie-32gb-x8-460-v11.xml"
+    directory = snapshot(tmp_path, {"nvidia-smi-q.xml": xml})
+    filled = record_command(f"snapshot:{directory}", tmp_path / "node.json")
+    state = load_state(tmp_path / "node.json")
+    assert len(state.gpus) == 8 and state.gpus[0].name == "Tesla V100S-PCIE-32GB"
+    assert state.gpus[0].retired_pages is not None  # V100 retires pages: the snapshot said so
+    assert "driver.build_date" in filled
+
+
+def test_a_directory_without_gpu_facts_is_an_input_error(tmp_path: Path) -> None:
+    directory = snapshot(tmp_path, {"ibstat.txt": CORPUS / "ibstat" / "04_a100_cx6dx_mt4126_200.txt"})
+    with pytest.raises(InputError, match="no GPU facts"):
+        record(directory)
