@@ -580,8 +580,11 @@ class MockNvml:
         return int(getattr(gpu.ecc, f"{scopes[counterType]}_{kinds[errorType]}"))
 
     def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
-        rows = self._physical(handle).remapped_rows
-        if rows is None:
+        gpu = self._physical(handle)
+        rows = gpu.remapped_rows
+        if rows is None or gpu.mig_mode_current:
+            # The driver does not report row remapping in MIG mode (nvidia-smi -q prints N/A: corpus
+            # nvidia_smi_xml/a100-sxm4-*-mig-*.xml).
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return (rows.correctable, rows.uncorrectable, int(rows.pending), int(rows.failure))
 
