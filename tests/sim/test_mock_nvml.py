@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -453,3 +455,15 @@ def test_a_shim_change_shows_in_the_next_call_without_a_new_init(tmp_path: Path)
 
     assert run_tool(["nvidia-smi", "-i", "2", "-pm", "0"], Session(path=path, euid=0)).exit_code == 0
     assert nvml.nvmlDeviceGetPersistenceMode(h) == 0
+
+
+def test_the_conformance_table_in_the_docs_is_up_to_date() -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "nvml_conformance.py"
+    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_every_simulated_function_has_a_row_in_the_conformance_table() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "NVML_MOCK.md").read_text(encoding="utf-8")
+    rows = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `nvml")}
+    assert rows == {name for name in dir(MockNvml) if name.startswith("nvml")}
