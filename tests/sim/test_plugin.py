@@ -43,7 +43,7 @@ def test_a_user_suite_runs_its_nvml_code_on_simulated_nodes(tmp_path: Path) -> N
             "assessor.sim.pytest_plugin",
             "--rootdir",
             str(tmp_path),
-            str(USER_SUITE),
+            str(USER_SUITE / "user_health_checks.py"),
         ],
         env=env,
         capture_output=True,

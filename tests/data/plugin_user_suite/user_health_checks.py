@@ -5,7 +5,7 @@ import pytest
 
 
 def unhealthy_gpus():
-    """The user's code under test: indices of GPUs with a pending row remap or ECC errors."""
+    """The user's code under test: indices of GPUs with a pending or failed row remap."""
     pynvml.nvmlInit()
     try:
         bad = []
