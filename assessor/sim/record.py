@@ -171,12 +171,12 @@ def build_from_facts(facts: NodeFacts, dmesg: str | None = None) -> tuple[NodeSt
     for path in _ALWAYS_FILLED:
         fill(f"gpus[*].{path}")
     _mig(facts, state, fill)
-    _topology(facts, state, fill)
     if not any(g.fabric_state for g in state.gpus):
         state.nvswitches = []
     elif state.nvswitches:
         fill("nvswitches")
     _ib(facts, state, base, fill)
+    _topology(facts, state, fill)
     if facts.modules is not None:
         state.modules = [ModuleState(m.name, m.size or 0, list(m.used_by), m.used_by_count) for m in facts.modules]
     else:
@@ -327,6 +327,7 @@ def _mig(facts: NodeFacts, state: NodeState, fill: Fill) -> None:
 
 
 def _topology(facts: NodeFacts, state: NodeState, fill: Fill) -> None:
+    """CPU/NUMA affinity from ``topo -m``, and PCIe switches from its PXB/PIX cells (devices behind one switch)."""
     topo = facts.topology
     for gpu in state.gpus:
         label = f"GPU{gpu.index}"
@@ -337,7 +338,41 @@ def _topology(facts: NodeFacts, state: NodeState, fill: Fill) -> None:
         else:
             fill(f"gpus[{gpu.index}].cpu_affinity")
             fill(f"gpus[{gpu.index}].numa_node")
-    fill("gpus[*].pcie_switch")
+    if topo is None:
+        fill("gpus[*].pcie_switch")
+        return
+    # Union the devices that share a PCIe switch (PXB) or a card (PIX); each group is one switch.
+    parent = {d: d for d in topo.devices}
+
+    def root(d: str) -> str:
+        while parent[d] != d:
+            parent[d] = parent[parent[d]]
+            d = parent[d]
+        return d
+
+    for a in topo.devices:
+        for b, cell in topo.matrix.get(a, {}).items():
+            if cell.strip() in ("PXB", "PIX") and b in parent:
+                parent[root(a)] = root(b)
+    groups: dict[str, list[str]] = {}
+    for d in topo.devices:
+        groups.setdefault(root(d), []).append(d)
+    switch = {
+        d: f"pcie-switch-{n}" for n, members in enumerate(g for g in groups.values() if len(g) > 1) for d in members
+    }
+    for gpu in state.gpus:
+        gpu.pcie_switch = switch.get(f"GPU{gpu.index}")
+    state_hcas = {h.name: h for h in state.ib_hcas}
+    gpu_numa = {f"GPU{g.index}": g.numa_node for g in state.gpus}
+    for nic, name in topo.nic_names.items():
+        hca = state_hcas.get(name)
+        if hca is None:
+            continue
+        hca.pcie_switch = switch.get(nic)
+        near = [g for g, cell in topo.matrix.get(nic, {}).items() if cell.strip() in ("PIX", "PXB", "NODE")]
+        hca_numa = next((gpu_numa[g] for g in near if gpu_numa.get(g) is not None), None)
+        if hca_numa is not None:
+            hca.numa_node = hca_numa
 
 
 def _ib(facts: NodeFacts, state: NodeState, base: NodeState, fill: Fill) -> None:
@@ -376,8 +411,24 @@ def _ib(facts: NodeFacts, state: NodeState, base: NodeState, fill: Fill) -> None
         )
     state.ib_hcas = list(hcas.values())
     state.sm_present = any(p.sm_lid for p in facts.ib_ports if p.link_layer != "Ethernet")
+    devices = {d.hca_id: d for d in facts.ib_devices or []}
+    for hca in state.ib_hcas:
+        device = devices.get(hca.name)
+        if device is None:
+            fill(f"ib_hcas[{hca.name}].board_id")
+            continue
+        hca.hw_version = device.hw_ver or hca.hw_version
+        hca.board_id = device.board_id or hca.board_id
+        hca.vendor_part_id = device.vendor_part_id if device.vendor_part_id is not None else hca.vendor_part_id
+        if device.sys_image_guid:
+            hca.sys_image_guid = _guid(device.sys_image_guid)
+        hca.firmware = device.fw_ver or hca.firmware
     fill("ib_hcas[*].bus_id")
-    fill("ib_hcas[*].numa_node")
+
+
+def _guid(text: str) -> str:
+    """A GUID as ibstat and the state write it (0x946dae03001b3073) from ibv_devinfo's 946d:ae03:001b:3073."""
+    return "0x" + text.replace(":", "").lower().removeprefix("0x") if ":" in text else text
 
 
 def record_command(source: str, out: str | os.PathLike[str]) -> list[str]:

@@ -8,12 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from assessor.build import facts_from_snapshot
 from assessor.errors import InputError
 from assessor.facts import Gpu
 from assessor.parsers import ibstat, nvidia_smi_mig, nvidia_smi_xml
+from assessor.sim import mig
+from assessor.sim.fixtures import fixture_names, load_fixture
 from assessor.sim.record import closest_fixture, record, record_command
 from assessor.sim.state import load_state
+from assessor.sim.target import MockTarget
 from assessor.sim.tools import Session, run_tool
+from assessor.snapshot import write
 from tests.conftest import CORPUS
 
 XMLS = sorted((CORPUS / "nvidia_smi_xml").glob("*.xml"))
@@ -112,3 +117,26 @@ def test_a_directory_without_gpu_facts_is_an_input_error(tmp_path: Path) -> None
     directory = snapshot(tmp_path, {"ibstat.txt": CORPUS / "ibstat" / "04_a100_cx6dx_mt4126_200.txt"})
     with pytest.raises(InputError, match="no GPU facts"):
         record(directory)
+
+
+@pytest.mark.parametrize("fixture", fixture_names())
+def test_a_captured_simulated_node_records_back_to_the_same_facts(fixture: str, tmp_path: Path) -> None:
+    # The whole capture (every snapshot file gpulab takes), of a node with MIG instances where it has MIG.
+    state = load_fixture(fixture)
+    if state.gpus[1].mig_supported:
+        session = Session(state=state)
+        assert run_tool(["nvidia-smi", "-i", "1", "-mig", "1"], session).exit_code == 0
+        ids = [p.id for p in mig.profiles_for(state.gpus[1].name)]
+        tokens = f"{ids[-2]},{ids[0]}"  # a half-GPU instance and a 1-slice one (A30: 5,14; A100: 5,19)
+        assert run_tool(["nvidia-smi", "mig", "-i", "1", "-cgi", tokens, "-C"], session).exit_code == 0
+    snap = MockTarget(f"mock:{fixture}", state=state).snapshot(timeout=30)
+    write(snap, tmp_path / "snap")
+    original = facts_from_snapshot(snap)
+    recorded, filled = record(tmp_path / "snap")
+    back = facts_from_snapshot(MockTarget("mock:recorded", state=recorded).snapshot(timeout=30))
+    for field in dataclasses.fields(original):
+        if field.name != "sources":
+            assert getattr(back, field.name) == getattr(original, field.name), field.name
+    if state.gpus[1].mig_supported:
+        assert original.mig_instances is not None and len(original.mig_instances) == 2
+    assert "ib_hcas" not in filled and "modules" not in filled and "services" not in filled
