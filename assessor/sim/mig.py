@@ -190,9 +190,9 @@ _GI_IDS: dict[str, dict[tuple[int, int], int]] = {
 def _extra_models() -> dict[str, dict[str, Any]]:
     return {
         "A30": {
-            # corpus/nvml/mig_lgip_A30_24GB.txt, mig_lgipp_A30.txt and mig_lgi_A30_4x1g.txt: -lgip, -lgipp and -lgi of an A30 (4 memory slices,
-            # 4 compute slices). Its 1g is profile 14 and its whole GPU 4g.24gb. -lgi: 1g.6gb at 0,1,2,3 are
-            # GIs 3,4,5,6, the same low-first numbering as the 8-slot parts, on half the slots.
+            # corpus/nvml/mig_lgip_A30_24GB.txt, mig_lgipp_A30.txt and mig_lgi_A30_4x1g.txt: -lgip, -lgipp and
+            # -lgi of an A30 (4 memory slices, 4 compute slices). Its 1g is profile 14 and its whole GPU
+            # 4g.24gb. -lgi: 1g.6gb at 0,1,2,3 are GIs 3,4,5,6, the low-first numbering on half the slots.
             "gi_id_order": "low-first",
             "profiles": [
                 (14, "1g.6gb", 5.81, 14, 1, 0, 1, 0, 0),

@@ -1,17 +1,29 @@
 """A mock of ``pynvml`` (nvidia-ml-py) driven by a simulated node's state.
 
-:class:`MockNvml` is a module-like object: the ``nvml*`` functions the readiness collector and the labs use,
-with pynvml's signatures and return shapes, and every other public name of pynvml (``NVML_*`` constants,
-``NVMLError*`` exception classes, ``c_nvml*`` ctypes structures) passed through from the real module. Errors
-are the real ``pynvml.NVMLError_*`` classes, raised where real NVML raises them:
+:class:`MockNvml` is a module-like object: the ``nvml*`` functions that monitoring, CI and gpulab's own
+collector call, with pynvml's signatures and return shapes, and every other public name of pynvml (``NVML_*``
+constants, ``NVMLError*`` exception classes, ``c_nvml*`` ctypes structures) passed through from the real module.
+:mod:`assessor.sim.pynvml_hook` puts these functions into the real ``pynvml`` module, so unchanged programs use
+them; ``docs/NVML_MOCK.md`` has the table of every function on every fixture.
+
+Over a state file (``MockNvml(path=...)``) the node is live: every call sees the file as it is now (a simulated
+``nvidia-smi -mig 1`` or ``-r`` shows up in the next call), and the setters (MIG mode, GPU and compute
+instances, persistence, ECC mode and counters) write it under the simulator's lock, so the simulated tools see
+them. Over an in-memory :class:`NodeState` the setters change that object.
+
+Errors are the real ``pynvml.NVMLError_*`` classes, raised where real NVML raises them:
 
 - ``NVMLError_Uninitialized`` for any call before ``nvmlInit`` (or after the last ``nvmlShutdown``);
 - ``nvmlInit``: ``NVMLError_DriverNotLoaded`` when the kernel module is not loaded,
   ``NVMLError_LibRmVersionMismatch`` when the library and kernel module versions differ;
-- ``NVMLError_NotSupported``: MIG queries on a GPU without MIG (L40S), retired pages on HBM parts (A100, H100,
-  H200 remap rows instead), NVLink queries on a GPU without NVLink, fabric info outside an NVSwitch fabric;
+- ``NVMLError_NotSupported``: MIG calls on a GPU without MIG (L40S) or, for instance changes, with MIG
+  disabled; retired pages on HBM parts (A100, H100, H200 remap rows instead); row remapping in MIG mode; NVLink
+  queries on a GPU without NVLink; fabric info outside an NVSwitch fabric; fans (passively cooled boards);
+- ``NVMLError_NoPermission``: a setter called by a user other than root (``euid``);
 - ``NVMLError_InvalidArgument``: a bad handle or index, an NVLink past the GPU's last link, a MIG device index
-  past ``nvmlDeviceGetMaxMigDeviceCount``;
+  past ``nvmlDeviceGetMaxMigDeviceCount``, a placement that is not one of the profile's;
+- ``NVMLError_InsufficientResources``: a GPU or compute instance that does not fit;
+- ``NVMLError_InUse``: destroying a GPU instance that holds compute instances, disabling MIG with instances;
 - ``NVMLError_NotFound``: an empty MIG device slot, a GPU instance id that does not exist;
 - ``NVMLError_GpuIsLost``: any device query on a GPU that fell off the bus.
 
@@ -19,13 +31,12 @@ Handles are opaque ctypes pointers of pynvml's own handle types (they are never 
 into pynvml's structures and arrays exactly like real handles: ``nvmlDeviceGetGpuInstances`` fills a
 ``(c_nvmlGpuInstance_t * n)()`` array and ``nvmlGpuInstanceGetInfo`` returns a real ``c_nvmlGpuInstanceInfo_t``.
 
-MIG profiles (names, sizes, engines, placements) come from :mod:`assessor.sim.mig`, the same tables the
-simulated ``nvidia-smi mig`` uses, so both faces of the simulator agree.
+MIG profiles (names, sizes, engines, placements, GI numbering) come from :mod:`assessor.sim.mig`, the same
+tables the simulated ``nvidia-smi mig`` uses, so both faces of the simulator agree.
 
 Strings come back as ``str`` (pynvml's ``convertStrBytes`` decodes them). Structures are pynvml's own, filled
-in, so their fields read as they do from real pynvml: in the installed nvidia-ml-py, ``_PrintableStructure``
-decodes char arrays, so ``nvmlPciInfo_t.busId`` reads as ``str``. A function of pynvml that the mock does not
-simulate raises ``NVMLError_FunctionNotFound`` (what pynvml raises when the library lacks a symbol).
+in, so their fields read as they do from real pynvml. A function of pynvml that the mock does not simulate
+raises ``NVMLError_FunctionNotFound`` (what pynvml raises when the library lacks a symbol).
 """
 
 from __future__ import annotations
@@ -218,6 +229,14 @@ class MockNvml:
         self._handles: dict[int, tuple[Any, ...]] = {}
         self._by_key: dict[tuple[Any, ...], Any] = {}
         self._seen: tuple[int, int, int] | None = None  # (inode, mtime_ns, size) of the state file last read
+
+    def point_at(self, path: str | os.PathLike[str]) -> None:
+        """Answer for the node in another state file from the next ``nvmlInit`` on (old handles go)."""
+        self.path = Path(path)
+        self.state = None
+        self._seen = None
+        self._handles.clear()
+        self._by_key.clear()
 
     # ---- pass-through of pynvml's constants, exception classes and structures -------------------------
     def __getattr__(self, name: str) -> Any:

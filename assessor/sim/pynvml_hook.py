@@ -89,7 +89,7 @@ def _env_nvml() -> Any:
                 if not os.path.exists(path):
                     raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
                 if self.path is None or str(self.path) != path:
-                    self.__init__(path=path)  # type: ignore[misc]  # a new node: forget the old handles
+                    self.point_at(path)  # another node: its own handles
                 self.euid = int(os.environ.get("GPULAB_SIM_EUID", os.geteuid()))
             super().nvmlInitWithFlags(flags)
 
