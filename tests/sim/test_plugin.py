@@ -7,13 +7,16 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pynvml
 import pytest
 
 from assessor.sim import pynvml_hook
-from assessor.sim.pytest_plugin import SimNode
 from tests.conftest import ROOT
+
+if TYPE_CHECKING:  # imported by pytest as a plugin below; importing it here first would skip its assert rewriting
+    from assessor.sim.pytest_plugin import SimNode
 
 # Installed gpulab registers the plugin under this same name (the pytest11 entry point), so this line is a no-op
 # there and loads it in a checkout that was not reinstalled since the entry point was added.
