@@ -167,7 +167,11 @@ def build_from_facts(facts: NodeFacts, dmesg: str | None = None) -> tuple[NodeSt
     state.fixture = f"recorded-from-{fixture}"
     state.host = host
     state.driver = _driver(facts, base.driver, fill)
-    state.gpus = [_gpu(g, base.gpus[min(i, len(base.gpus) - 1)], i, fill) for i, g in enumerate(facts.gpus or [])]
+    # nvml.json and nvidia-smi -q -x say N/A for what a part lacks; nvidia-smi -L says nothing about it.
+    detailed = facts.sources.get("gpus") in ("nvml.json", "nvidia-smi-q.xml")
+    state.gpus = [
+        _gpu(g, base.gpus[min(i, len(base.gpus) - 1)], i, fill, detailed) for i, g in enumerate(facts.gpus or [])
+    ]
     for path in _ALWAYS_FILLED:
         fill(f"gpus[*].{path}")
     _mig(facts, state, fill)
@@ -235,7 +239,8 @@ def _driver(facts: NodeFacts, base: DriverState, fill: Fill) -> DriverState:
     return driver
 
 
-def _gpu(fact: Gpu, template: GpuState, index: int, fill: Fill) -> GpuState:
+def _gpu(fact: Gpu, template: GpuState, index: int, fill: Fill, detailed: bool = True) -> GpuState:
+    """One GPU: the snapshot's facts over the fixture's GPU. ``detailed``: None facts mean N/A, not unknown."""
     gpu = copy.deepcopy(template)
     gpu.index = fact.index if fact.index is not None else index
     gpu.minor_number = gpu.index
@@ -245,6 +250,13 @@ def _gpu(fact: Gpu, template: GpuState, index: int, fill: Fill) -> GpuState:
             fill(f"gpus[{index}].{state_field}")
         else:
             setattr(gpu, state_field, list(value) if isinstance(value, list) else value)
+    if not detailed:  # a GPU list only (nvidia-smi -L): ECC, remapping, MIG, fabric, links are the fixture's
+        for path in ("ecc_mode_current", "ecc", "remapped_rows", "retired_pages", "mig_supported", "fabric_state"):
+            fill(f"gpus[{index}].{path}")
+        if template.nvlinks:
+            fill(f"gpus[{index}].nvlinks")
+        gpu.mig_instances = []
+        return gpu
     # ECC: None is "no ECC on this part" (N/A).
     gpu.ecc_mode_current = fact.ecc_mode_current
     gpu.ecc_mode_pending = fact.ecc_mode_pending if fact.ecc_mode_pending is not None else fact.ecc_mode_current

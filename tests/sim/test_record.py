@@ -140,3 +140,12 @@ def test_a_captured_simulated_node_records_back_to_the_same_facts(fixture: str, 
     if state.gpus[1].mig_supported:
         assert original.mig_instances is not None and len(original.mig_instances) == 2
     assert "ib_hcas" not in filled and "modules" not in filled and "services" not in filled
+
+
+def test_a_gpu_list_alone_keeps_the_fixture_s_capabilities_and_says_so(tmp_path: Path) -> None:
+    listing = CORPUS / "nvml" / "nvidia_smi_L_mig_A100_40GB_guide.txt"
+    state, filled = record(snapshot(tmp_path, {"nvidia-smi-L.txt": listing}))
+    gpu = state.gpus[0]
+    assert (gpu.name, gpu.uuid) == ("A100-SXM4-40GB", "GPU-e86cb44c-6756-fd30-cd4a-1e6da3caf9b0")
+    assert gpu.mig_supported and gpu.remapped_rows is not None  # -L does not say N/A: the A100 fixture's
+    assert {"gpus[0].mig_supported", "gpus[0].remapped_rows", "gpus[0].bus_id"} <= set(filled)
