@@ -443,13 +443,20 @@ def _guid(text: str) -> str:
     return "0x" + text.replace(":", "").lower().removeprefix("0x") if ":" in text else text
 
 
-def record_command(source: str, out: str | os.PathLike[str]) -> list[str]:
-    """``gpulab sim record --from snapshot:DIR --out node.json``: write the state, return the filled paths."""
+def record_command(source: str, out: str | os.PathLike[str]) -> tuple[NodeState, list[str]]:
+    """``gpulab sim record --from snapshot:DIR --out node.json``: write the state; return it and the filled paths.
+
+    ``source`` is ``snapshot:DIR`` (or a bare directory). InputError for anything else or a directory that
+    holds no GPU facts; the state file is written only when the recording succeeded.
+    """
     from assessor.sim.state import save_state
 
+    if ":" in source and not source.startswith("snapshot:"):
+        kind = source.split(":", 1)[0]
+        raise InputError(f"sim record --from {source}: only snapshot:DIR can be recorded (not {kind}:)")
     directory = source.removeprefix("snapshot:")
     if not directory:
         raise InputError("sim record needs --from snapshot:DIR (a snapshot directory of the real node)")
     state, filled = record(Path(directory))
     save_state(state, out)
-    return filled
+    return state, filled

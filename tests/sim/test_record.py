@@ -106,8 +106,9 @@ def test_values_the_snapshot_lacks_are_listed_and_real_values_are_not(tmp_path: 
 def test_record_command_writes_a_state_the_simulator_loads(tmp_path: Path) -> None:
     xml = CORPUS / "nvidia_smi_xml" / "v100s-pcie-32gb-x8-460-v11.xml"
     directory = snapshot(tmp_path, {"nvidia-smi-q.xml": xml})
-    filled = record_command(f"snapshot:{directory}", tmp_path / "node.json")
+    recorded, filled = record_command(f"snapshot:{directory}", tmp_path / "node.json")
     state = load_state(tmp_path / "node.json")
+    assert state == recorded and state.fixture == "recorded-from-hgx-h100"
     assert len(state.gpus) == 8 and state.gpus[0].name == "Tesla V100S-PCIE-32GB"
     assert state.gpus[0].retired_pages is not None  # V100 retires pages: the snapshot said so
     assert "driver.build_date" in filled
@@ -149,3 +150,9 @@ def test_a_gpu_list_alone_keeps_the_fixture_s_capabilities_and_says_so(tmp_path:
     assert (gpu.name, gpu.uuid) == ("A100-SXM4-40GB", "GPU-e86cb44c-6756-fd30-cd4a-1e6da3caf9b0")
     assert gpu.mig_supported and gpu.remapped_rows is not None  # -L does not say N/A: the A100 fixture's
     assert {"gpus[0].mig_supported", "gpus[0].remapped_rows", "gpus[0].bus_id"} <= set(filled)
+
+
+def test_record_command_takes_snapshot_sources_only(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="only snapshot:DIR"):
+        record_command("ssh:gpu-node-1", tmp_path / "node.json")
+    assert not (tmp_path / "node.json").exists()
