@@ -17,7 +17,13 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/sim/test_mock_nvml.py", "tests/sim/test_pynvml_hook.py", "tests/sim/test_plugin.py"]
+TESTS = [
+    "tests/sim/test_mock_nvml.py",
+    "tests/sim/test_pynvml_hook.py",
+    "tests/sim/test_plugin.py",
+    "tests/sim/test_nvml_agrees_with_nvidia_smi.py",
+    "tests/test_collector.py",
+]
 
 
 def run(version: str) -> tuple[int, str]:
