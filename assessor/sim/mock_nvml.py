@@ -491,6 +491,11 @@ class MockNvml:
         total = gpu.memory_total_mib * mib
         reserved = gpu.memory_reserved_mib * mib
         allocated = gpu.memory_used_mib * mib
+        gi = self._mig_instance(handle)
+        if gi is not None:  # a MIG device: its GPU instance's memory (the MIG devices table of nvidia-smi)
+            profile = self._gi_profiles(gpu).get(gi.profile_id)
+            total = round(profile.memory_gib * 1024) * mib if profile else 0
+            reserved = allocated = 0
         free = max(total - reserved - allocated, 0)
         if version:
             info = pynvml.c_nvmlMemory_v2_t()
@@ -508,9 +513,12 @@ class MockNvml:
 
     def nvmlDeviceGetBAR1MemoryInfo(self, handle: Any) -> Any:
         """BAR1 aperture: the power of two at or above the framebuffer (a 80 GB H100: 131072 MiB), 1 MiB used."""
-        gpu = self._physical(handle)
+        gpu = self._gpu(handle)
         mib = 1024 * 1024
         total_mib = 1 << max(gpu.memory_total_mib - 1, 1).bit_length()
+        gi = self._mig_instance(handle)
+        if gi is not None:  # split by memory slots: 16383 MiB for one slot (corpus H100 NVL MIG devices table)
+            total_mib = gi.size * 16384 - 1
         info = pynvml.c_nvmlBAR1Memory_t()
         info.bar1Total = total_mib * mib
         info.bar1Used = mib

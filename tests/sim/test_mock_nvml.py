@@ -467,3 +467,22 @@ def test_every_simulated_function_has_a_row_in_the_conformance_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "NVML_MOCK.md").read_text(encoding="utf-8")
     rows = {line.split("`")[1] for line in doc.splitlines() if line.startswith("| `nvml")}
     assert rows == {name for name in dir(MockNvml) if name.startswith("nvml")}
+
+
+def test_a_mig_device_reports_its_own_memory_and_bar1_as_nvidia_smi_s_mig_table() -> None:
+    state = load_fixture("h100-nvl")
+    gpu = state.gpus[0]
+    gpu.mig_mode_current = gpu.mig_mode_pending = True
+    # corpus nvml/nvidia_smi_mig_devices_H100_NVL.txt: 3g.47gb 47488 MiB / BAR1 65535 MiB, 1g.12gb 11008 / 16383
+    gpu.mig_instances = [
+        GpuInstanceState(1, 9, "3g.47gb", 4, 4, [ComputeInstanceState(0, 2, "3g.47gb", 0, 3)]),
+        GpuInstanceState(13, 19, "1g.12gb", 0, 1, [ComputeInstanceState(0, 0, "1g.12gb", 0, 1)]),
+    ]
+    nvml = started(state)
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    mib = 1024 * 1024
+    big, small = (nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, i) for i in range(2))
+    assert abs(nvml.nvmlDeviceGetMemoryInfo(big).total // mib - 47488) <= 8  # -lgip's 46.38 GiB, rounded
+    assert nvml.nvmlDeviceGetMemoryInfo(small).total // mib == 11008
+    assert nvml.nvmlDeviceGetBAR1MemoryInfo(big).bar1Total // mib == 65535
+    assert nvml.nvmlDeviceGetBAR1MemoryInfo(small).bar1Total // mib == 16383
