@@ -13,7 +13,9 @@ def sim() -> None:
 
 
 @sim.command("init")
-@click.option("--fixture", default="hgx-h100", show_default=True, help="dgx-a100, hgx-h100, hgx-h200 or pcie-l40s.")
+@click.option(
+    "--fixture", default="hgx-h100", show_default=True, help="A shipped fixture (`gpulab sim fixtures` lists them)."
+)
 @click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file to write.")
 @click.option("--host", default=None, help="Host name the simulated node reports.")
 @click.option("--force", is_flag=True, help="Overwrite an existing state file.")
@@ -91,3 +93,36 @@ def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
     from assessor.sim import faults
 
     click.echo(faults.repair(state_path, fault, **_fault_options(options)))
+
+
+@sim.command("fixtures")
+def sim_fixtures() -> None:
+    """The simulated nodes that ship with gpulab."""
+    from assessor.sim.fixtures import fixture_names, load_fixture
+
+    for name in fixture_names():
+        state = load_fixture(name)
+        model = state.gpus[0].name if state.gpus else "no GPU"
+        click.echo(f"{name:12} {len(state.gpus)} x {model}")
+
+
+@sim.command("record")
+@click.option("--from", "source", required=True, metavar="snapshot:DIR", help="A real node's snapshot directory.")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False), help="State file to write.")
+@click.option("--force", is_flag=True, help="Overwrite an existing state file.")
+def sim_record(source: str, out: str, force: bool) -> None:
+    """Build a simulated copy of a real node from its snapshot.
+
+    What the snapshot does not say is filled from the closest shipped fixture, and listed.
+    """
+    from pathlib import Path
+
+    from assessor.errors import InputError
+    from assessor.sim.record import record_command
+
+    if Path(out).exists() and not force:
+        raise InputError(f"{out}: already exists (use --force to replace it)")
+    state, filled = record_command(source, out)
+    click.echo(f"simulated node {state.host} ({len(state.gpus)} GPUs, from {state.fixture}) written to {out}")
+    if filled:
+        click.echo(f"filled from the fixture ({len(filled)}): {', '.join(filled)}")

@@ -182,6 +182,48 @@ _GI_IDS: dict[str, dict[tuple[int, int], int]] = {
 }
 
 
+# --- models with their own slice counts (A30) ----------------------------------------------------------------
+# Kept apart from _MODELS: a model here carries its own placements ("layout": profile id -> (starts, size,
+# max instances)) and GI numbering ("gi_ids": (size, start) -> GI id) instead of the 8-slot tables above.
+
+
+def _extra_models() -> dict[str, dict[str, Any]]:
+    return {
+        "A30": {
+            # corpus/nvml/mig_lgip_A30_24GB.txt, mig_lgipp_A30.txt and mig_lgi_A30_4x1g.txt: -lgip, -lgipp and
+            # -lgi of an A30 (4 memory slices, 4 compute slices). Its 1g is profile 14 and its whole GPU
+            # 4g.24gb. -lgi: 1g.6gb at 0,1,2,3 are GIs 3,4,5,6, the low-first numbering on half the slots.
+            "gi_id_order": "low-first",
+            "profiles": [
+                (14, "1g.6gb", 5.81, 14, 1, 0, 1, 0, 0),
+                (21, "1g.6gb+me", 5.81, 14, 1, 0, 1, 1, 1),
+                (5, "2g.12gb", 11.69, 28, 2, 0, 2, 0, 0),
+                (0, "4g.24gb", 23.50, 56, 4, 0, 4, 1, 1),
+            ],
+            "layout": {
+                14: ((0, 1, 2, 3), 1, 4),
+                21: ((0, 1, 2, 3), 1, 1),
+                5: ((0, 2), 2, 2),
+                0: ((0,), 4, 1),
+            },
+            "gi_ids": {(4, 0): 0, (2, 0): 1, (2, 2): 2, **{(1, s): 3 + s for s in range(4)}},
+        },
+    }
+
+
+_MODELS.update(_extra_models())
+_ALIASES.update({"a30": "A30", "a30 24gb": "A30"})
+
+
+def _gi_ids(gpu_name: str, order: GiIdOrder | None) -> dict[tuple[int, int], int]:
+    """GI id of each placement (size, start) on this model: its own table, else the numbering ``order``."""
+    model = _MODELS[_model_key(gpu_name)]
+    if "gi_ids" in model and order is None:
+        ids: dict[tuple[int, int], int] = model["gi_ids"]
+        return ids
+    return _GI_IDS[order or default_gi_id_order(gpu_name)]
+
+
 # --- types ------------------------------------------------------------------------------------------------
 
 
@@ -352,7 +394,7 @@ def profiles_for(gpu_name: str) -> list[GiProfile]:
     model = _MODELS[_model_key(gpu_name)]
     out = []
     for pid, name, mem, sm, dec, enc, ce, jpeg, ofa in model["profiles"]:
-        starts, size, max_instances = _GI_LAYOUT[pid]
+        starts, size, max_instances = model.get("layout", _GI_LAYOUT)[pid]
         out.append(GiProfile(pid, name, mem, sm, dec, enc, ce, jpeg, ofa, max_instances, starts, size))
     return out
 
@@ -549,7 +591,7 @@ def create_gpu_instances(
     ``default_ci`` (``-C``) adds each new GI's GI-wide compute instance.
     """
     profiles = profiles_for(gpu_name)
-    ids = _GI_IDS[gi_id_order or default_gi_id_order(gpu_name)]
+    ids = _gi_ids(gpu_name, gi_id_order)
     placed = copy.deepcopy(list(existing))
     steps: list[Step] = []
     for token in tokens:

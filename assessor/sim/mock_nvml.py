@@ -1,17 +1,29 @@
 """A mock of ``pynvml`` (nvidia-ml-py) driven by a simulated node's state.
 
-:class:`MockNvml` is a module-like object: the ``nvml*`` functions the readiness collector and the labs use,
-with pynvml's signatures and return shapes, and every other public name of pynvml (``NVML_*`` constants,
-``NVMLError*`` exception classes, ``c_nvml*`` ctypes structures) passed through from the real module. Errors
-are the real ``pynvml.NVMLError_*`` classes, raised where real NVML raises them:
+:class:`MockNvml` is a module-like object: the ``nvml*`` functions that monitoring, CI and gpulab's own
+collector call, with pynvml's signatures and return shapes, and every other public name of pynvml (``NVML_*``
+constants, ``NVMLError*`` exception classes, ``c_nvml*`` ctypes structures) passed through from the real module.
+:mod:`assessor.sim.pynvml_hook` puts these functions into the real ``pynvml`` module, so unchanged programs use
+them; ``docs/NVML_MOCK.md`` has the table of every function on every fixture.
+
+Over a state file (``MockNvml(path=...)``) the node is live: every call sees the file as it is now (a simulated
+``nvidia-smi -mig 1`` or ``-r`` shows up in the next call), and the setters (MIG mode, GPU and compute
+instances, persistence, ECC mode and counters) write it under the simulator's lock, so the simulated tools see
+them. Over an in-memory :class:`NodeState` the setters change that object.
+
+Errors are the real ``pynvml.NVMLError_*`` classes, raised where real NVML raises them:
 
 - ``NVMLError_Uninitialized`` for any call before ``nvmlInit`` (or after the last ``nvmlShutdown``);
 - ``nvmlInit``: ``NVMLError_DriverNotLoaded`` when the kernel module is not loaded,
   ``NVMLError_LibRmVersionMismatch`` when the library and kernel module versions differ;
-- ``NVMLError_NotSupported``: MIG queries on a GPU without MIG (L40S), retired pages on HBM parts (A100, H100,
-  H200 remap rows instead), NVLink queries on a GPU without NVLink, fabric info outside an NVSwitch fabric;
+- ``NVMLError_NotSupported``: MIG calls on a GPU without MIG (L40S) or, for instance changes, with MIG
+  disabled; retired pages on HBM parts (A100, H100, H200 remap rows instead); row remapping in MIG mode; NVLink
+  queries on a GPU without NVLink; fabric info outside an NVSwitch fabric; fans (passively cooled boards);
+- ``NVMLError_NoPermission``: a setter called by a user other than root (``euid``);
 - ``NVMLError_InvalidArgument``: a bad handle or index, an NVLink past the GPU's last link, a MIG device index
-  past ``nvmlDeviceGetMaxMigDeviceCount``;
+  past ``nvmlDeviceGetMaxMigDeviceCount``, a placement that is not one of the profile's;
+- ``NVMLError_InsufficientResources``: a GPU or compute instance that does not fit;
+- ``NVMLError_InUse``: destroying a GPU instance that holds compute instances, disabling MIG with instances;
 - ``NVMLError_NotFound``: an empty MIG device slot, a GPU instance id that does not exist;
 - ``NVMLError_GpuIsLost``: any device query on a GPU that fell off the bus.
 
@@ -19,48 +31,62 @@ Handles are opaque ctypes pointers of pynvml's own handle types (they are never 
 into pynvml's structures and arrays exactly like real handles: ``nvmlDeviceGetGpuInstances`` fills a
 ``(c_nvmlGpuInstance_t * n)()`` array and ``nvmlGpuInstanceGetInfo`` returns a real ``c_nvmlGpuInstanceInfo_t``.
 
-MIG profiles (names, sizes, engines, placements) come from :mod:`assessor.sim.mig`, the same tables the
-simulated ``nvidia-smi mig`` uses, so both faces of the simulator agree.
+MIG profiles (names, sizes, engines, placements, GI numbering) come from :mod:`assessor.sim.mig`, the same
+tables the simulated ``nvidia-smi mig`` uses, so both faces of the simulator agree.
 
 Strings come back as ``str`` (pynvml's ``convertStrBytes`` decodes them). Structures are pynvml's own, filled
-in, so their fields read as they do from real pynvml: in the installed nvidia-ml-py, ``_PrintableStructure``
-decodes char arrays, so ``nvmlPciInfo_t.busId`` reads as ``str``. A function of pynvml that the mock does not
-simulate raises ``NVMLError_FunctionNotFound`` (what pynvml raises when the library lacks a symbol).
+in, so their fields read as they do from real pynvml. A function of pynvml that the mock does not simulate
+raises ``NVMLError_FunctionNotFound`` (what pynvml raises when the library lacks a symbol).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pynvml
 
 from assessor.sim import mig
-from assessor.sim.state import THROTTLE_REASON_BITS, GpuInstanceState, GpuState, NodeState, load_state
+from assessor.sim.state import (
+    THROTTLE_REASON_BITS,
+    ComputeInstanceState,
+    GpuInstanceState,
+    GpuState,
+    NodeState,
+    load_state,
+    updating,
+)
 
-# NVML's GPU instance profile *indices* (what nvmlDeviceGetGpuInstanceProfileInfo takes) -> profile *ids*
-# (the ID column of nvidia-smi mig -lgip). The profiles themselves come from assessor.sim.mig.
-_GI_PROFILE_IDS: dict[int, int] = {
-    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE: 19,
-    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: 20,  # 1g+me
-    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2: 15,  # 1g with twice the memory
-    pynvml.NVML_GPU_INSTANCE_PROFILE_2_SLICE: 14,
-    pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE: 9,
-    pynvml.NVML_GPU_INSTANCE_PROFILE_4_SLICE: 5,
-    pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE: 0,
+# NVML's GPU instance profile *indices* by shape: (compute slices, variant). The profile a model offers for a
+# shape gives the id (A100: 1_SLICE -> 19; A30: 1_SLICE -> 14), so models with their own ids need no table.
+_GI_PROFILE_SHAPES: dict[int, tuple[int, str]] = {
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE: (1, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_2_SLICE: (2, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE: (3, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_4_SLICE: (4, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE: (7, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_8_SLICE: (8, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_6_SLICE: (6, "plain"),
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: (1, "me"),  # 1g+me: the media extension
+    pynvml.NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1: (2, "me"),  # 2g+me (A30)
+    pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2: (1, "double"),  # 1g with twice the memory
 }
-_MAX_MIG_DEVICES = 7
 
+# Constants newer than the oldest supported nvidia-ml-py (12.535) are looked up with their header values.
 _ARCH = {
     "Ampere": pynvml.NVML_DEVICE_ARCH_AMPERE,
     "Ada Lovelace": pynvml.NVML_DEVICE_ARCH_ADA,
     "Hopper": pynvml.NVML_DEVICE_ARCH_HOPPER,
-    "Blackwell": pynvml.NVML_DEVICE_ARCH_BLACKWELL,
+    "Blackwell": getattr(pynvml, "NVML_DEVICE_ARCH_BLACKWELL", 10),
 }
+# CUDA compute capability by architecture; Ampere and Ada parts other than GA100 (A100, A30) are 8.6 / 8.9.
+_COMPUTE_CAPABILITY = {"Ampere": (8, 6), "Ada Lovelace": (8, 9), "Hopper": (9, 0), "Blackwell": (10, 0)}
+_GA100 = ("A100", "A30")
 _COMPUTE_MODE = {
     "Default": pynvml.NVML_COMPUTEMODE_DEFAULT,
     "Prohibited": pynvml.NVML_COMPUTEMODE_PROHIBITED,
@@ -79,9 +105,9 @@ _NVLINK_COUNTERS = {
     pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA: "crc_data",
 }
 _NVLINK_VERSION = {
-    3: pynvml.NVML_NVLINK_VERSION_3_0,
-    4: pynvml.NVML_NVLINK_VERSION_4_0,
-    5: pynvml.NVML_NVLINK_VERSION_5_0,
+    3: getattr(pynvml, "NVML_NVLINK_VERSION_3_0", 4),
+    4: getattr(pynvml, "NVML_NVLINK_VERSION_4_0", 6),
+    5: getattr(pynvml, "NVML_NVLINK_VERSION_5_0", 7),
 }
 _FABRIC_STATE = {
     "Not Started": pynvml.NVML_GPU_FABRIC_STATE_NOT_STARTED,
@@ -102,17 +128,115 @@ def _out(ref: Any) -> Any:
     return getattr(ref, "_obj", ref)  # byref() gives a CArgObject whose _obj is the target
 
 
+# NVML return codes of the MIG engine's refusals (the text nvidia-smi prints after a colon).
+_MIG_ERRORS = {
+    mig.INSUFFICIENT_RESOURCES: pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES,
+    mig.INVALID_ARGUMENT: pynvml.NVML_ERROR_INVALID_ARGUMENT,
+    mig.IN_USE: pynvml.NVML_ERROR_IN_USE,
+    mig.NOT_FOUND: pynvml.NVML_ERROR_NOT_FOUND,
+}
+# nvmlErrorString's texts for the codes pynvml has no text of its own for (NVML's header, nvidia-smi output).
+_ERROR_STRINGS = {
+    pynvml.NVML_SUCCESS: "Success",
+    pynvml.NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    pynvml.NVML_ERROR_CORRUPTED_INFOROM: "Corrupted infoROM",
+    pynvml.NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    pynvml.NVML_ERROR_RESET_REQUIRED: "GPU requires restart",
+    pynvml.NVML_ERROR_OPERATING_SYSTEM: "The operating system has blocked the request.",
+    pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "RM has detected an NVML/RM version mismatch.",
+    pynvml.NVML_ERROR_IN_USE: "In use by another client",
+    pynvml.NVML_ERROR_MEMORY: "Insufficient Memory",
+    pynvml.NVML_ERROR_NO_DATA: "No data",
+    pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES: "Insufficient Resources",
+    pynvml.NVML_ERROR_UNKNOWN: "Unknown Error",
+}
+# Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
+_NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
+
+
+def _placed_one(gi: GpuInstanceState) -> mig.Placed:
+    cis = [mig.ComputeInstance(c.ci_id, c.profile_id, c.name, c.start, c.size) for c in gi.compute_instances]
+    return mig.Placed(gi.gi_id, gi.profile_id, gi.name, gi.start, gi.size, cis)
+
+
+def _placed(gpu: GpuState) -> list[mig.Placed]:
+    """A GPU's instances as the MIG engine holds them."""
+    return [_placed_one(gi) for gi in gpu.mig_instances]
+
+
+def _instances(placed: list[mig.Placed]) -> list[GpuInstanceState]:
+    """The engine's instances in the node state's shape."""
+    return [
+        GpuInstanceState(
+            p.gi_id,
+            p.profile_id,
+            p.name,
+            p.start,
+            p.size,
+            [ComputeInstanceState(c.ci_id, c.profile_id, c.name, c.start, c.size) for c in p.compute_instances],
+        )
+        for p in placed
+    ]
+
+
+def _fill_placements(placementsRef: Any, countRef: Any, starts: tuple[int, ...], size: int) -> int:
+    """Write placements into a caller's array (pynvml passes the C arguments through) and their count."""
+    count = _out(countRef)
+    if placementsRef is None:
+        count.value = len(starts)  # the header: a NULL array asks for the count
+        return int(pynvml.NVML_SUCCESS)
+    array = _out(placementsRef)
+    if hasattr(array, "__len__") and len(array) < len(starts):
+        count.value = len(starts)
+        _raise(pynvml.NVML_ERROR_INSUFFICIENT_SIZE)
+    for i, start in enumerate(starts):
+        array[i].start = start
+        array[i].size = size
+    count.value = len(starts)
+    return int(pynvml.NVML_SUCCESS)
+
+
+def _gi_profile_info(gi: mig.GiProfile, version: int) -> Any:
+    info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t() if version == 2 else pynvml.c_nvmlGpuInstanceProfileInfo_t()
+    info.id = gi.id
+    info.isP2pSupported = int(gi.p2p)
+    info.sliceCount = gi.slices
+    info.instanceCount = gi.max_instances
+    info.multiprocessorCount = gi.sm
+    info.copyEngineCount = gi.ce
+    info.decoderCount = gi.dec
+    info.encoderCount = gi.enc
+    info.jpegCount = gi.jpeg
+    info.ofaCount = gi.ofa
+    info.memorySizeMB = round(gi.memory_gib * 1024)
+    if version == 2:
+        info.name = gi.full_name.encode()
+    return info
+
+
 class MockNvml:
     """A pynvml stand-in over one :class:`NodeState` (or a state file, re-read at every ``nvmlInit``)."""
 
-    def __init__(self, state: NodeState | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, state: NodeState | None = None, *, path: str | os.PathLike[str] | None = None, euid: int = 0
+    ) -> None:
         if state is None and path is None:
             raise ValueError("MockNvml needs a NodeState or a state file path")
         self.state = state
         self.path = Path(path) if path is not None else None
+        self.euid = euid  # changes (MIG mode, instances, persistence, ECC) need root, as in real NVML
         self._refcount = 0
         self._handles: dict[int, tuple[Any, ...]] = {}
         self._by_key: dict[tuple[Any, ...], Any] = {}
+        self._seen: tuple[int, int, int] | None = None  # (inode, mtime_ns, size) of the state file last read
+
+    def point_at(self, path: str | os.PathLike[str]) -> None:
+        """Answer for the node in another state file from the next ``nvmlInit`` on (old handles go)."""
+        self.path = Path(path)
+        self.state = None
+        self._seen = None
+        self._handles.clear()
+        self._by_key.clear()
 
     # ---- pass-through of pynvml's constants, exception classes and structures -------------------------
     def __getattr__(self, name: str) -> Any:
@@ -151,11 +275,49 @@ class MockNvml:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return key
 
+    def _signature(self) -> tuple[int, int, int] | None:
+        assert self.path is not None
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _reload(self) -> None:
+        """Read the state file again when a simulated tool (or another process) replaced it since."""
+        if self.path is None:
+            return
+        sig = self._signature()
+        if sig != self._seen or self.state is None:
+            self.state = load_state(self.path)
+            self._seen = sig
+
     def _st(self) -> NodeState:
         if self._refcount == 0:
             _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        self._reload()  # the node is live: nvidia-smi -mig, -r, a fault... show up in the next call
         assert self.state is not None
         return self.state
+
+    @contextlib.contextmanager
+    def _changing(self, handle: Any) -> Iterator[GpuState]:
+        """The GPU behind ``handle`` to change; with a state file, a locked read-modify-write of the file.
+
+        NoPermission for a non-root caller (every NVML setter needs root). Nothing is written when the body
+        raises, so a refused change leaves the node as it was.
+        """
+        self._physical(handle)  # Uninitialized / InvalidArgument / GpuIsLost before anything else
+        if self.euid != 0:
+            _raise(pynvml.NVML_ERROR_NO_PERMISSION)
+        index = self._lookup(handle)[1]
+        if self.path is None:
+            assert self.state is not None
+            yield self.state.gpu(index)
+            return
+        with updating(self.path) as fresh:
+            yield fresh.gpu(index)
+        self.state = fresh
+        self._seen = self._signature()
 
     def _gpu(self, handle: Any) -> GpuState:
         """The physical GPU of a device handle (MIG device handles answer for their parent where NVML does)."""
@@ -193,6 +355,7 @@ class MockNvml:
     def nvmlInitWithFlags(self, flags: int) -> None:
         if self.path is not None:
             self.state = load_state(self.path)
+            self._seen = self._signature()
         assert self.state is not None
         drv = self.state.driver
         if not drv.loaded:
@@ -209,7 +372,9 @@ class MockNvml:
         self._refcount -= 1
 
     def nvmlErrorString(self, result: int) -> str:
-        return str(pynvml.NVMLError(result))
+        # Not str(NVMLError(result)): pynvml's __str__ asks nvmlErrorString for codes it has no text for.
+        known = getattr(pynvml.NVMLError, "_errcode_to_string", {})
+        return known.get(result) or _ERROR_STRINGS.get(result, "Unknown Error")
 
     def nvmlSystemGetDriverVersion(self) -> str:
         return self._st().driver.version
@@ -316,23 +481,88 @@ class MockNvml:
 
     # ---- memory, modes ---------------------------------------------------------------------------------
     def nvmlDeviceGetMemoryInfo(self, handle: Any, version: int | None = None) -> Any:
+        """Framebuffer memory as the header defines it, and as ``nvidia-smi -q`` prints it (FB Memory Usage).
+
+        v1 (``nvmlMemory_t``): ``used`` is reserved plus allocated memory. v2 (``nvmlMemory_v2_t``): ``reserved``
+        apart and ``used`` the allocated memory only. Both: ``total`` is -q's Total, ``free`` its Free.
+        """
         gpu = self._gpu(handle)
         mib = 1024 * 1024
         total = gpu.memory_total_mib * mib
-        used = gpu.memory_used_mib * mib
+        reserved = gpu.memory_reserved_mib * mib
+        allocated = gpu.memory_used_mib * mib
+        gi = self._mig_instance(handle)
+        if gi is not None:  # a MIG device: its GPU instance's memory (the MIG devices table of nvidia-smi)
+            profile = self._gi_profiles(gpu).get(gi.profile_id)
+            total = round(profile.memory_gib * 1024) * mib if profile else 0
+            reserved = allocated = 0
+        free = max(total - reserved - allocated, 0)
         if version:
             info = pynvml.c_nvmlMemory_v2_t()
             info.version = version
-            info.reserved = gpu.memory_reserved_mib * mib
-            info.total = total + info.reserved  # v2 counts the reserved memory in total, like the driver
-            info.used = used
-            info.free = total - used
+            info.total = total
+            info.reserved = reserved
+            info.used = allocated
+            info.free = free
             return info
         info = pynvml.c_nvmlMemory_t()
         info.total = total
-        info.used = used
-        info.free = total - used
+        info.used = reserved + allocated
+        info.free = free
         return info
+
+    def nvmlDeviceGetBAR1MemoryInfo(self, handle: Any) -> Any:
+        """BAR1 aperture: the power of two at or above the framebuffer (a 80 GB H100: 131072 MiB), 1 MiB used."""
+        gpu = self._gpu(handle)
+        mib = 1024 * 1024
+        total_mib = 1 << max(gpu.memory_total_mib - 1, 1).bit_length()
+        gi = self._mig_instance(handle)
+        if gi is not None:  # split by memory slots: 16383 MiB for one slot (corpus H100 NVL MIG devices table)
+            total_mib = gi.size * 16384 - 1
+        info = pynvml.c_nvmlBAR1Memory_t()
+        info.bar1Total = total_mib * mib
+        info.bar1Used = mib
+        info.bar1Free = (total_mib - 1) * mib
+        return info
+
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+        """An idle GPU: 0 % (nvidia-smi's Utilization); NotSupported with MIG on (nvidia-smi prints N/A)."""
+        gpu = self._physical(handle)
+        if gpu.mig_mode_current:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        util = pynvml.c_nvmlUtilization_t()
+        util.gpu = 0
+        util.memory = 0
+        return util
+
+    def nvmlDeviceGetFanSpeed(self, handle: Any) -> int:
+        self._physical(handle)
+        _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # passively cooled data-centre boards: Fan Speed N/A
+
+    def nvmlDeviceGetFanSpeed_v2(self, handle: Any, fan: int) -> int:
+        return self.nvmlDeviceGetFanSpeed(handle)
+
+    def nvmlDeviceGetNumFans(self, device: Any) -> int:
+        self._physical(device)
+        return 0
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]:
+        gpu = self._gpu(handle)
+        if gpu.architecture == "Ampere" and any(part in gpu.name for part in _GA100):
+            return (8, 0)
+        return _COMPUTE_CAPABILITY.get(gpu.architecture, (0, 0))
+
+    def nvmlDeviceGetBrand(self, handle: Any) -> int:
+        self._gpu(handle)
+        return int(pynvml.NVML_BRAND_NVIDIA)  # -q: Product Brand : NVIDIA
+
+    def nvmlDeviceGetDisplayMode(self, handle: Any) -> int:
+        self._physical(handle)
+        return int(pynvml.NVML_FEATURE_ENABLED)  # -q: Display Mode : Enabled (as real H100 boards report)
+
+    def nvmlDeviceGetDisplayActive(self, handle: Any) -> int:
+        self._physical(handle)
+        return int(pynvml.NVML_FEATURE_DISABLED)
 
     def nvmlDeviceGetPersistenceMode(self, handle: Any) -> int:
         return pynvml.NVML_FEATURE_ENABLED if self._physical(handle).persistence_mode else pynvml.NVML_FEATURE_DISABLED
@@ -377,8 +607,11 @@ class MockNvml:
         return int(getattr(gpu.ecc, f"{scopes[counterType]}_{kinds[errorType]}"))
 
     def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
-        rows = self._physical(handle).remapped_rows
-        if rows is None:
+        gpu = self._physical(handle)
+        rows = gpu.remapped_rows
+        if rows is None or gpu.mig_mode_current:
+            # The driver does not report row remapping in MIG mode (nvidia-smi -q prints N/A: corpus
+            # nvidia_smi_xml/a100-sxm4-*-mig-*.xml).
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return (rows.correctable, rows.uncorrectable, int(rows.pending), int(rows.failure))
 
@@ -395,7 +628,7 @@ class MockNvml:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return gpu.temperature_c
 
-    def nvmlDeviceGetTemperatureV(self, handle: Any, sensor: int, version: int = pynvml.nvmlTemperature_v1) -> int:
+    def nvmlDeviceGetTemperatureV(self, handle: Any, sensor: int, version: int = 0x100000C) -> int:
         return self.nvmlDeviceGetTemperature(handle, sensor)
 
     def nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: int) -> int:
@@ -488,7 +721,7 @@ class MockNvml:
         return pynvml.NVML_FEATURE_ENABLED if self._link(device, link).active else pynvml.NVML_FEATURE_DISABLED
 
     def nvmlDeviceGetNvLinkVersion(self, device: Any, link: int) -> int:
-        return _NVLINK_VERSION.get(self._link(device, link).version, pynvml.NVML_NVLINK_VERSION_INVALID)
+        return _NVLINK_VERSION.get(self._link(device, link).version, getattr(pynvml, "NVML_NVLINK_VERSION_INVALID", 0))
 
     def nvmlDeviceGetNvLinkErrorCounter(self, device: Any, link: int, counter: int) -> int:
         nvlink = self._link(device, link)
@@ -519,9 +752,19 @@ class MockNvml:
         gpu = self._mig_gpu(device)
         return [int(gpu.mig_mode_current), int(gpu.mig_mode_pending)]
 
+    def _max_mig_devices(self, gpu: GpuState) -> int:
+        """One MIG device per compute slice at most: 7 on A100/H100/H200, 4 on A30."""
+        try:
+            return max(p.slices for p in mig.profiles_for(gpu.name))
+        except mig.MigUnsupported:
+            return 0
+
     def nvmlDeviceGetMaxMigDeviceCount(self, device: Any) -> int:
-        self._mig_gpu(device)
-        return _MAX_MIG_DEVICES
+        """The header: zero when MIG is not supported or not enabled (never an error on a GPU without MIG)."""
+        gpu = self._physical(device)
+        if not gpu.mig_supported or not gpu.mig_mode_current:
+            return 0
+        return self._max_mig_devices(gpu)
 
     def _mig_devices(self, gpu: GpuState) -> list[tuple[int, int]]:
         """(gi_id, ci_id) of every MIG device (one per compute instance), in NVML's order."""
@@ -533,7 +776,7 @@ class MockNvml:
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, device: Any, index: int) -> Any:
         gpu = self._mig_gpu(device)
-        if not 0 <= index < _MAX_MIG_DEVICES:
+        if not 0 <= index < self._max_mig_devices(gpu):
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         devices = self._mig_devices(gpu) if gpu.mig_mode_current else []
         if index >= len(devices):
@@ -558,6 +801,17 @@ class MockNvml:
         self._key(migDevice, "mig")
         return self._handle(pynvml.c_nvmlDevice_t, ("device", gpu.index))
 
+    def _gi_profile_by_index(self, gpu: GpuState, index: int) -> mig.GiProfile | None:
+        """The model's GI profile for an NVML profile index (``NVML_GPU_INSTANCE_PROFILE_*``), None if none."""
+        slices, variant = _GI_PROFILE_SHAPES.get(index, (0, ""))
+        shaped = [p for p in self._gi_profiles(gpu).values() if p.slices == slices]
+        if variant == "me":
+            return next((p for p in shaped if p.name.endswith("+me")), None)
+        plain = sorted((p for p in shaped if not p.name.endswith("+me")), key=lambda p: p.size)
+        if variant == "double":  # the 1g with more memory slots than the smallest 1g (1g.10gb on A100 40GB)
+            return plain[1] if len(plain) > 1 else None
+        return plain[0] if plain else None
+
     def _gi_profiles(self, gpu: GpuState) -> dict[int, mig.GiProfile]:
         """This GPU model's GI profiles by id; NotSupported for a model without a MIG table."""
         try:
@@ -569,24 +823,16 @@ class MockNvml:
         gpu = self._mig_gpu(device)
         if not 0 <= profile < pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT:
             _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-        gi = self._gi_profiles(gpu).get(_GI_PROFILE_IDS.get(profile, -1))
+        gi = self._gi_profile_by_index(gpu, profile)
         if gi is None:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # a profile this GPU does not offer
-        info = pynvml.c_nvmlGpuInstanceProfileInfo_v2_t() if version == 2 else pynvml.c_nvmlGpuInstanceProfileInfo_t()
-        info.id = gi.id
-        info.isP2pSupported = int(gi.p2p)
-        info.sliceCount = gi.slices
-        info.instanceCount = gi.max_instances
-        info.multiprocessorCount = gi.sm
-        info.copyEngineCount = gi.ce
-        info.decoderCount = gi.dec
-        info.encoderCount = gi.enc
-        info.jpegCount = gi.jpeg
-        info.ofaCount = gi.ofa
-        info.memorySizeMB = round(gi.memory_gib * 1024)
-        if version == 2:
-            info.name = gi.full_name.encode()
-        return info
+        return _gi_profile_info(gi, version)
+
+    def nvmlDeviceGetGpuInstanceProfileInfoById(self, device: Any, profileId: int) -> Any:
+        gi = self._gi_profiles(self._mig_gpu(device)).get(profileId)
+        if gi is None:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return _gi_profile_info(gi, 2)
 
     def nvmlDeviceGetGpuInstanceProfileInfoV(self, device: Any, profile: int, version: int = 2) -> Any:
         return self.nvmlDeviceGetGpuInstanceProfileInfo(device, profile, version)
@@ -687,6 +933,271 @@ class MockNvml:
 
     def nvmlComputeInstanceGetInfo(self, computeInstance: Any) -> Any:
         return self.nvmlComputeInstanceGetInfo_v2(computeInstance)
+
+    # ---- settings: persistence, ECC ------------------------------------------------------------------
+    def nvmlDeviceSetPersistenceMode(self, handle: Any, mode: int) -> None:
+        with self._changing(handle) as gpu:
+            gpu.persistence_mode = bool(mode)
+
+    def nvmlDeviceSetEccMode(self, handle: Any, mode: int) -> None:
+        """ECC takes effect at the next reset: only the pending mode changes (nvidia-smi -e)."""
+        with self._changing(handle) as gpu:
+            if gpu.ecc_mode_current is None:
+                _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            gpu.ecc_mode_pending = bool(mode)
+
+    def nvmlDeviceClearEccErrorCounts(self, handle: Any, counterType: int) -> None:
+        with self._changing(handle) as gpu:
+            if gpu.ecc_mode_current is None:
+                _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            if counterType == pynvml.NVML_VOLATILE_ECC:
+                gpu.ecc.volatile_corrected = gpu.ecc.volatile_uncorrected = 0
+            elif counterType == pynvml.NVML_AGGREGATE_ECC:
+                gpu.ecc.aggregate_corrected = gpu.ecc.aggregate_uncorrected = 0
+            else:
+                _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    # ---- retired pages (parts without row remapping) ---------------------------------------------------
+    def _retired(self, device: Any, sourceFilter: int) -> list[int]:
+        pages = self._physical(device).retired_pages
+        if pages is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        counts = {
+            pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS: (pages.single_bit, 0x1000),
+            pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR: (pages.double_bit, 0x8000),
+        }
+        if sourceFilter not in counts:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        count, base = counts[sourceFilter]
+        return [base + 0x20 * i for i in range(count)]  # addresses are made up; the count is the fact
+
+    def nvmlDeviceGetRetiredPages(self, device: Any, sourceFilter: int) -> list[int]:
+        return self._retired(device, sourceFilter)
+
+    def nvmlDeviceGetRetiredPages_v2(self, device: Any, sourceFilter: int) -> list[dict[str, int]]:
+        return [{"address": a, "timestamp": 0} for a in self._retired(device, sourceFilter)]
+
+    # ---- PCIe counters ---------------------------------------------------------------------------------
+    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        self._physical(handle)
+        return 0  # -q: Replays Since Reset 0
+
+    def nvmlDeviceGetPcieThroughput(self, device: Any, counter: int) -> int:
+        self._physical(device)
+        if counter not in (pynvml.NVML_PCIE_UTIL_TX_BYTES, pynvml.NVML_PCIE_UTIL_RX_BYTES):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return 0  # KB/s: an idle GPU
+
+    # ---- NVLink: capabilities and what a link goes to --------------------------------------------------
+    def nvmlDeviceGetNvLinkCapability(self, device: Any, link: int, capability: int) -> int:
+        self._link(device, link)
+        if not 0 <= capability < pynvml.NVML_NVLINK_CAP_COUNT:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        # P2P, system memory access and atomics over every data-centre NVLink; no SLI bridge.
+        return int(capability != pynvml.NVML_NVLINK_CAP_SLI_BRIDGE)
+
+    def _remote(self, device: Any, link: int) -> tuple[int, str]:
+        """(NVML device type, PCI bus id) at the far end of a link: an NVSwitch or a peer GPU."""
+        nvlink = self._link(device, link)
+        state = self._st()
+        if nvlink.remote.startswith("GPU") and nvlink.remote[3:].isdigit():
+            return pynvml.NVML_NVLINK_DEVICE_TYPE_GPU, state.gpu(int(nvlink.remote[3:])).bus_id
+        if state.nvswitches:
+            switch = state.nvswitches[link % len(state.nvswitches)]  # links spread over the switches
+            return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH, switch.bus_id
+        return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH, "00000000:00:00.0"
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int:
+        return int(self._remote(handle, link)[0])
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: Any, link: int) -> Any:
+        bus_id = self._remote(device, link)[1]
+        if bus_id.count(":") == 2 and len(bus_id.split(":")[0]) == 4:
+            bus_id = "0000" + bus_id  # NVML's 8-digit domain
+        domain, bus, devfn = bus_id.split(":")
+        info = pynvml.nvmlPciInfo_t()
+        info.busId = bus_id.upper().encode()
+        info.busIdLegacy = bus_id[4:].upper().encode()
+        info.domain = int(domain, 16)
+        info.bus = int(bus, 16)
+        info.device = int(devfn.split(".")[0], 16)
+        return info
+
+    def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, device: Any, link: int) -> Any:
+        return self.nvmlDeviceGetNvLinkRemotePciInfo(device, link)
+
+    # ---- MIG changes -----------------------------------------------------------------------------------
+    def nvmlDeviceSetMigMode(self, device: Any, mode: int) -> int:
+        """Set the pending MIG mode; returns the activation status (an nvmlReturn_t), as the header says.
+
+        Hopper and later switch at once. Before Hopper the GPU is reset to apply the mode: with a process or
+        agent holding it the status is ``NVML_ERROR_IN_USE`` and in a VM without reset
+        ``NVML_ERROR_RESET_REQUIRED``; the mode then stays pending until ``nvidia-smi -r`` or a reboot.
+        Disabling while GPU instances exist is ``NVMLError_InUse``.
+        """
+        from assessor.sim.tools.nvidia_smi import reset_gpu_state
+
+        with self._changing(device) as gpu:
+            if not gpu.mig_supported:
+                _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            on = bool(mode)
+            if not on and gpu.mig_instances:
+                _raise(pynvml.NVML_ERROR_IN_USE)
+            gpu.mig_mode_pending = on
+            needs_reset = gpu.architecture not in _NO_RESET_FOR_MIG and gpu.mig_mode_current != on
+            if needs_reset and gpu.passthrough:
+                return int(pynvml.NVML_ERROR_RESET_REQUIRED)
+            if needs_reset and (gpu.processes or gpu.mig_reset_blocked_by):
+                return int(pynvml.NVML_ERROR_IN_USE)
+            if needs_reset:
+                reset_gpu_state(gpu)
+            gpu.mig_mode_current = on
+            return int(pynvml.NVML_SUCCESS)
+
+    def _mig_changing(self, device: Any) -> contextlib.AbstractContextManager[GpuState]:
+        gpu = self._mig_gpu(device)
+        if not gpu.mig_mode_current:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)  # the header: MIG mode not enabled
+        return self._changing(device)
+
+    def nvmlDeviceGetGpuInstanceRemainingCapacity(self, device: Any, profileId: int) -> int:
+        gpu = self._mig_gpu(device)
+        if not gpu.mig_mode_current:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if profileId not in self._gi_profiles(gpu):
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return mig.remaining_capacity(gpu.name, _placed(gpu), profileId)
+
+    def nvmlDeviceGetGpuInstancePossiblePlacements(
+        self, device: Any, profileId: int, placementsRef: Any, countRef: Any
+    ) -> int:
+        """Every placement of a profile, whatever exists already (the header: static, like ``-lgipp``)."""
+        gpu = self._mig_gpu(device)
+        profile = self._gi_profiles(gpu).get(profileId)
+        if profile is None:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return _fill_placements(placementsRef, countRef, profile.starts, profile.size)
+
+    def _new_gi(self, device: Any, profileId: int, start: int | None) -> Any:
+        with self._mig_changing(device) as gpu:
+            profile = self._gi_profiles(gpu).get(profileId)
+            if profile is None:
+                _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            token = f"{profileId}" if start is None else f"{profileId}:{start}"
+            before = {gi.gi_id for gi in gpu.mig_instances}
+            result = mig.create_gpu_instances(gpu.name, _placed(gpu), [token], gpu_index=gpu.index)
+            if result.error is not None:
+                _raise(_MIG_ERRORS.get(result.error, pynvml.NVML_ERROR_UNKNOWN))
+            gpu.mig_instances = _instances(result.placed)
+            (gi_id,) = [gi.gi_id for gi in gpu.mig_instances if gi.gi_id not in before]
+            index = gpu.index
+        return self._handle(pynvml.c_nvmlGpuInstance_t, ("gi", index, gi_id))
+
+    def nvmlDeviceCreateGpuInstance(self, device: Any, profileId: int) -> Any:
+        """A GPU instance where the driver puts it (the placement ``nvidia-smi mig -cgi`` would choose)."""
+        return self._new_gi(device, profileId, None)
+
+    def nvmlDeviceCreateGpuInstanceWithPlacement(self, device: Any, profileId: int, placement: Any) -> Any:
+        """A GPU instance at ``placement.start`` (``placement.size`` must be the profile's)."""
+        target = _out(placement)
+        gpu = self._mig_gpu(device)
+        profile = self._gi_profiles(gpu).get(profileId)
+        if profile is None or target.size != profile.size:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._new_gi(device, profileId, int(target.start))
+
+    def nvmlGpuInstanceDestroy(self, gpuInstance: Any) -> int:
+        """InUse while the instance still holds compute instances (``nvidia-smi mig -dgi`` refuses alike)."""
+        gpu, gi = self._gi(gpuInstance)
+        device = self._handle(pynvml.c_nvmlDevice_t, ("device", gpu.index))
+        with self._mig_changing(device) as fresh:
+            result = mig.destroy_gpu_instances(fresh.name, _placed(fresh), [gi.gi_id], gpu_index=fresh.index)
+            if result.error is not None:
+                _raise(_MIG_ERRORS.get(result.error, pynvml.NVML_ERROR_UNKNOWN))
+            fresh.mig_instances = _instances(result.placed)
+        return int(pynvml.NVML_SUCCESS)
+
+    def _ci_profile(self, gpu: GpuState, gi: GpuInstanceState, profileId: int) -> mig.CiProfile:
+        try:
+            profiles = mig.ci_profiles_for(gpu.name, gi.profile_id)
+        except (mig.MigUnsupported, mig.MigError):
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        profile = next((c for c in profiles if c.id == profileId), None)
+        if profile is None:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return profile
+
+    def nvmlGpuInstanceGetComputeInstanceRemainingCapacity(self, gpuInstance: Any, profileId: int) -> int:
+        gpu, gi = self._gi(gpuInstance)
+        self._ci_profile(gpu, gi, profileId)
+        return mig.ci_remaining_capacity(gpu.name, _placed_one(gi), profileId)
+
+    def nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+        self, gpuInstance: Any, profileId: int, placementsRef: Any, countRef: Any
+    ) -> int:
+        gpu, gi = self._gi(gpuInstance)
+        profile = self._ci_profile(gpu, gi, profileId)
+        return _fill_placements(placementsRef, countRef, profile.starts, profile.slices)
+
+    def _new_ci(self, gpuInstance: Any, profileId: int, start: int | None) -> Any:
+        gpu, gi = self._gi(gpuInstance)
+        profile = self._ci_profile(gpu, gi, profileId)
+        device = self._handle(pynvml.c_nvmlDevice_t, ("device", gpu.index))
+        with self._mig_changing(device) as fresh:
+            target = next((g for g in fresh.mig_instances if g.gi_id == gi.gi_id), None)
+            if target is None:
+                _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            taken = {s for c in target.compute_instances for s in range(c.start, c.start + c.size)}
+            same = sum(1 for c in target.compute_instances if c.profile_id == profile.id)
+            if start is None:
+                placed = _placed_one(target)
+                if mig.ci_remaining_capacity(fresh.name, placed, profile.id) == 0:
+                    _raise(pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES)
+                result = mig.create_compute_instances(
+                    fresh.name, [placed], None, [str(profile.id)], gpu_index=fresh.index
+                )
+                if result.error is not None:
+                    _raise(_MIG_ERRORS.get(result.error, pynvml.NVML_ERROR_UNKNOWN))
+                (after,) = _instances(result.placed)
+                target.compute_instances = after.compute_instances
+                used = {c.ci_id for c in placed.compute_instances}
+                ci_id = next(c.ci_id for c in after.compute_instances if c.ci_id not in used)
+            else:
+                if start not in profile.starts:
+                    _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+                if taken & set(range(start, start + profile.slices)) or same >= profile.max_instances:
+                    _raise(pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES)
+                used = {c.ci_id for c in target.compute_instances}
+                ci_id = next(i for i in range(len(used) + 1) if i not in used)
+                target.compute_instances.append(
+                    ComputeInstanceState(ci_id, profile.id, profile.name, start, profile.slices)
+                )
+            index, gi_id = fresh.index, target.gi_id
+        return self._handle(pynvml.c_nvmlComputeInstance_t, ("ci", index, gi_id, ci_id))
+
+    def nvmlGpuInstanceCreateComputeInstance(self, gpuInstance: Any, profileId: int) -> Any:
+        return self._new_ci(gpuInstance, profileId, None)
+
+    def nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+        self, gpuInstance: Any, profileId: int, placement: Any
+    ) -> Any:
+        target = _out(placement)
+        gpu, gi = self._gi(gpuInstance)
+        if target.size != self._ci_profile(gpu, gi, profileId).slices:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return self._new_ci(gpuInstance, profileId, int(target.start))
+
+    def nvmlComputeInstanceDestroy(self, computeInstance: Any) -> int:
+        self._st()
+        _, index, gi_id, ci_id = self._key(computeInstance, "ci")
+        device = self._handle(pynvml.c_nvmlDevice_t, ("device", index))
+        with self._mig_changing(device) as fresh:
+            gi = next((g for g in fresh.mig_instances if g.gi_id == gi_id), None)
+            ci = next((c for c in gi.compute_instances if c.ci_id == ci_id), None) if gi else None
+            if gi is None or ci is None:
+                _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)  # destroyed since the handle was taken
+            gi.compute_instances.remove(ci)
+        return int(pynvml.NVML_SUCCESS)
 
     # ---- processes -------------------------------------------------------------------------------------
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:

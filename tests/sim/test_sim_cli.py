@@ -72,3 +72,23 @@ def test_shim_without_state_says_what_to_do(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "GPULAB_SIM_STATE"}
     proc = subprocess.run([str(tmp_path / "bin" / "nvidia-smi")], env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "GPULAB_SIM_STATE" in proc.stderr
+
+
+def test_record_builds_a_node_that_assesses_like_the_snapshot(tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    assert gpulab("capture", "-t", "mock:dgx-a100", "-o", str(snap))[0] == 0
+    state = tmp_path / "copy.json"
+    code, out, _ = gpulab("sim", "record", "--from", f"snapshot:{snap}", "--out", str(state))
+    assert code == 0 and "8 GPUs" in out and "filled from the fixture" in out
+    direct = json.loads(gpulab("assess", "-t", f"snapshot:{snap}", "-c", "gpu.count", "-f", "json")[1])
+    copied = json.loads(gpulab("assess", "-t", f"mock:{state}", "-c", "gpu.count", "-f", "json")[1])
+    assert direct["targets"][0]["results"][0]["observed"] == copied["targets"][0]["results"][0]["observed"] == 8
+    # an existing file is kept unless --force; a target that is not a snapshot is refused
+    assert gpulab("sim", "record", "--from", f"snapshot:{snap}", "--out", str(state))[0] == 2
+    assert gpulab("sim", "record", "--from", "mock:hgx-h100", "--out", str(tmp_path / "x.json"))[0] == 2
+
+
+def test_fixtures_lists_every_shipped_node() -> None:
+    code, out, _ = gpulab("sim", "fixtures")
+    assert code == 0
+    assert {line.split()[0] for line in out.splitlines()} >= {"a30", "dgx-a100", "h100-nvl", "hgx-h100", "pcie-l40s"}
