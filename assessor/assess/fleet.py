@@ -44,17 +44,58 @@ def assess_one(
 
     try:
         snap = job.target.snapshot(timeout=timeout, active=active)
-    except GpulabError as exc:
-        return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
-    except Exception as exc:  # a transport bug must not take the fleet down
-        return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a transport bug must not take the fleet down either
+        why = str(exc) if isinstance(exc, GpulabError) else f"{type(exc).__name__}: {exc}"
+        recorded = snapshot_error(job.target)
+        if recorded is not None:  # a snapshot kept by --out for a host that was unreachable
+            return TargetResults(job.target.spec, recorded[0] or job.target.name, [], error=recorded[1])
+        if out is not None:
+            write_error_record(out / dir_name(job.label), job.target.spec, job.target.name or job.label, why)
+        return TargetResults(job.target.spec, job.target.name, [], error=why)
     if out is not None and snap.path is None:
-        snapshot.write(snap, out / dir_name(job.label), {"target": job.target.spec})
+        snapshot.write(snap, out / dir_name(job.label), {"target": job.target.spec, "time": now_iso()})
+    when = str(snap.meta.get("time") or now_iso())
+    timings = {n: float(s.duration_s) for n, s in snap.sources.items() if isinstance(s.duration_s, (int, float))}
     if snap.path is None and (missing := no_nvidia(snap)):
-        return TargetResults(job.target.spec, job.target.name or snap.host, [], error=missing)
+        return TargetResults(
+            job.target.spec, job.target.name or snap.host, [], error=missing, captured_at=when, timings=timings
+        )
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
-    return TargetResults(job.target.spec, host, run_profile(facts, profile))
+    return TargetResults(job.target.spec, host, run_profile(facts, profile), captured_at=when, timings=timings)
+
+
+def now_iso() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def write_error_record(directory: Path, spec: str, host: str, why: str) -> None:
+    """Keep why a host could not be assessed (``meta.json`` with ``error``), so grading the kept
+    snapshots offline reports the host as unreachable again, with the same counts."""
+    import json
+
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {"target": spec, "host": host, "error": why, "time": now_iso(), "files": {}}
+    (directory / "meta.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def snapshot_error(target: Target) -> tuple[str | None, str] | None:
+    """(host, why) when ``target`` is a snapshot directory holding an error record, else None."""
+    import json
+
+    path = getattr(target, "path", None)
+    if not isinstance(path, Path) or not (path / "meta.json").is_file():
+        return None
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("error"), str):
+        return None
+    host = meta.get("host")
+    return (host if isinstance(host, str) else None), meta["error"]
 
 
 def no_nvidia(snap: Snapshot) -> str | None:
