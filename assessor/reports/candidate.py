@@ -186,6 +186,6 @@ def build(
         "next_steps": steps,
         "certifications": certs,
         "recommended_certification": max(fitting, key=lambda c: c["level"])["exam"] if fitting else None,
-        "flags": sorted({f for e in attempted for f in e["flags"]}),
+        "flags": sorted({f"{e['lab']}: {f}" for e in attempted for f in e["flags"]}),
     }
     return validate(doc, "candidate")

@@ -128,6 +128,7 @@ def build(
         people_records.setdefault(r.candidate, []).append(r)
     people = []
     distribution = {d: [0] * 6 for d in DOMAINS}
+    overall = [0] * 6
     attempted_labs: set[str] = set()
     for name in sorted(people_records):
         mine = people_records[name]
@@ -145,13 +146,14 @@ def build(
             }
         for d in DOMAINS:
             distribution[d][levels.domains[d].level] += 1
+        overall[levels.overall] += 1
         people.append(
             {
                 "candidate": name,
                 "overall": levels.overall,
                 "levels": {d: levels.domains[d].level for d in DOMAINS},
                 "labs": cells,
-                "flags": sorted({f for c in cells.values() for f in c["flags"]}),
+                "flags": sorted({f"{lab}: {f}" for lab, c in cells.items() for f in c["flags"]}),
             }
         )
     order = {d: i for i, d in enumerate(DOMAINS)}
@@ -176,7 +178,8 @@ def build(
         "domains": list(DOMAINS),
         "labs": columns,
         "candidates": people,
-        "level_distribution": [{"domain": d, "counts": distribution[d]} for d in DOMAINS],
+        "level_distribution": [{"domain": d, "counts": distribution[d]} for d in DOMAINS]
+        + [{"domain": "overall", "counts": overall}],
         "failed_checks": failed_checks(records),
         "teams": team_readiness(people, teams.get("teams") or []),
         "team_source": str(teams.get("source", "")),

@@ -50,6 +50,25 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
 
 
+def _when(value: Any) -> str:
+    """An ISO 8601 time as "2026-11-07 14:09 UTC" (as given when it is not one)."""
+    import datetime as dt
+
+    if not value:
+        return ""
+    try:
+        t = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.UTC)
+    return t.strftime("%Y-%m-%d %H:%M") + (" UTC" if t.tzinfo is not None else "")
+
+
+def _num(value: Any) -> str:
+    return "" if value is None else f"{float(value):g}"
+
+
 def _pct(value: Any) -> str:
     return "" if value is None else f"{float(value):g} %"
 
@@ -85,6 +104,8 @@ def environment(fmt: str) -> Any:
     env.filters["json"] = _json_text
     env.filters["short"] = _short
     env.filters["pct"] = _pct
+    env.filters["num"] = _num
+    env.filters["when"] = _when
     if fmt == "html":
         env.filters["lines"] = _lines
     env.globals["level_names"] = {

@@ -63,8 +63,13 @@ def csv_cell(value: Any) -> Any:
     return visible(text)
 
 
-_MD_LINE_START = re.compile(r"^(\s*\d*)([#+=-]|(?<=\d)[.)](?=\s|$))")
+_MD_LINE_START = re.compile(r"^(\s*)([#+=-])|^(\s*\d+)([.)])(?=\s|$)")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~])")
+
+
+def _escape_line_start(m: re.Match[str]) -> str:
+    lead, mark = (m.group(1), m.group(2)) if m.group(2) is not None else (m.group(3), m.group(4))
+    return f"{lead}\\{mark}"
 
 
 def md(value: Any) -> str:
@@ -75,6 +80,6 @@ def md(value: Any) -> str:
     text = text.replace("&", "&amp;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     # at the start of a line, # - + = and "1." would make a heading, a list or a rule
-    text = _MD_LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text, count=1)
+    text = _MD_LINE_START.sub(_escape_line_start, text, count=1)
     # "@user" would notify someone on GitHub; "&#64;" shows the same character
     return text.replace("@", "&#64;")
