@@ -95,12 +95,12 @@ def candidate_rows(doc: dict[str, Any]) -> list[list[Any]]:
 
 
 def fleet_rows(doc: dict[str, Any]) -> list[list[Any]]:
-    rows: list[list[Any]] = [["host", "target", "state", "failures", *doc["checks"]]]
+    rows: list[list[Any]] = [["host", "target", "state", "failures", *doc["checks"], "error"]]
     for h in doc["hosts"]:
         failing = sum(1 for c in h["cells"] if c in ("fail", "error"))
-        rows.append([h["host"], h["target"], h["state"], failing, *h["cells"]])
+        rows.append([h["host"], h["target"], h["state"], failing, *h["cells"], None])
     for u in doc["unreachable"]:
-        rows.append([u["host"], u["target"], "unreachable", None, *([None] * len(doc["checks"]))])
+        rows.append([u["host"], u["target"], "unreachable", None, *([None] * len(doc["checks"])), u["error"]])
     return rows
 
 
