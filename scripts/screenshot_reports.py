@@ -52,11 +52,10 @@ def screenshot(html: Path, png: Path, *, width: int = 1280, height: int = 2400, 
 
 def render_all(out: Path) -> list[Path]:
     """Write candidate.html, cohort.html and fleet.html under ``out``."""
-    from bench.reports import cohort_records, fleet_results
-
     from assessor.labs import levels
     from assessor.labs.loader import load_catalogue
     from assessor.reports import candidate, cohort, fleet, render
+    from bench.reports import cohort_records, fleet_results
 
     catalogue = load_catalogue()
     rules = levels.load_rules(catalogue.root)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assessor.assess.profiles import Profile
-from assessor.checks.result import TargetResults
 from assessor.capture.snapshot import Snapshot
+from assessor.checks.result import TargetResults
 from assessor.targets import Target
 
 
@@ -37,10 +37,10 @@ def assess_one(
     job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
 ) -> TargetResults:
     """Assess one target; any failure to reach or read it is an error for it alone."""
-    from assessor.capture import snapshot
-    from assessor.parsers.assemble import facts_from_snapshot
-    from assessor.errors import GpulabError
     from assessor.assess.pipeline import run_profile
+    from assessor.capture import snapshot
+    from assessor.errors import GpulabError
+    from assessor.parsers.assemble import facts_from_snapshot
 
     try:
         snap = job.target.snapshot(timeout=timeout, active=active)

@@ -9,8 +9,8 @@ from typing import Any
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
 from assessor.checks.common import bus_key, gpu_label, join_limited, labels, need_gpus, verdict
-from assessor.facts import Gpu, KernelEvent, NodeFacts, Topology
 from assessor.checks.result import Result, Status
+from assessor.facts import Gpu, KernelEvent, NodeFacts, Topology
 
 PERSISTENCED = "nvidia-persistenced"
 
@@ -559,7 +559,9 @@ def gpu_xid(facts: NodeFacts, params: dict[str, Any]) -> Result:
         device = bus_key(event.bus_id) or event.bus_id or "?"
         printed.setdefault((kind, code, device), event.bus_id or "?")
         line_at = f"dmesg line {event.line}" if event.line else "dmesg"
-        quoted.setdefault((kind, code, device), f"{line_at}: {kind.upper()} {code} (PCI:{event.bus_id}): {event.message}")
+        quoted.setdefault(
+            (kind, code, device), f"{line_at}: {kind.upper()} {code} (PCI:{event.bus_id}): {event.message}"
+        )
         found[(kind, code, device)] += 1
     fails: list[str] = []
     warns: list[str] = []

@@ -7,8 +7,8 @@ from typing import Any
 from assessor.checks import references as ref
 from assessor.checks.base import MissingFacts, Param, check, need, result
 from assessor.checks.common import join_limited
-from assessor.facts import IbPort, NodeFacts, PerftestRun
 from assessor.checks.result import Result
+from assessor.facts import IbPort, NodeFacts, PerftestRun
 
 SM_HINT = "no subnet manager: start opensm or check the fabric's SM (the link is up but nobody configured it)"
 DOWN_HINT = "check the cable and transceiver, the switch port, and `mlxlink -d <ca>`; Polling means no link partner"

@@ -6,8 +6,8 @@ from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
-from assessor.facts import NcclRun, NodeFacts
 from assessor.checks.result import Result
+from assessor.facts import NcclRun, NodeFacts
 
 
 def _size(n: int) -> str:

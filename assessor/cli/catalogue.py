@@ -74,9 +74,7 @@ def profiles_show(name: str) -> None:
 
 
 @click.command()
-@click.argument(
-    "name", type=click.Choice(["results", "grade", "progress", "candidate", "cohort", "fleet", "lab"])
-)
+@click.argument("name", type=click.Choice(["results", "grade", "progress", "candidate", "cohort", "fleet", "lab"]))
 def schema(name: str) -> None:
     """Print a published JSON Schema.
 

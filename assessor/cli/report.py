@@ -18,8 +18,12 @@ import click
     help="html (one self-contained file), md, csv (cohort: the gradebook), junit (fleet), json (the document).",
 )
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Write the report here (default: stdout).")
-@click.option("--candidate", "candidates", multiple=True, metavar="NAME", help="Whose report (repeatable for a cohort).")
-@click.option("--candidates", "candidates_file", type=click.Path(dir_okay=False), help="Cohort: a file of names, one a line.")
+@click.option(
+    "--candidate", "candidates", multiple=True, metavar="NAME", help="Whose report (repeatable for a cohort)."
+)
+@click.option(
+    "--candidates", "candidates_file", type=click.Path(dir_okay=False), help="Cohort: a file of names, one a line."
+)
 @click.option("--cohort", metavar="NAME", help="Cohort: its name (and its members, when the database records cohorts).")
 @click.option("--db", type=click.Path(dir_okay=False), help="Attempts database (default $GPULAB_DB, else the user's).")
 def report(

@@ -70,7 +70,9 @@ def make(
                 + (f" (these inputs hold {', '.join(names[:5])}{' ...' if len(names) > 5 else ''})" if names else "")
             )
         if candidates and len(candidates) > 1:
-            raise InputError("a candidate report is about one person: give --candidate once (a cohort report takes several)")
+            raise InputError(
+                "a candidate report is about one person: give --candidate once (a cohort report takes several)"
+            )
         from assessor.reports import candidate
 
         return Report(kind, candidate.build(who, records, catalogue, rules))

@@ -44,7 +44,19 @@ def lab_flags(records: Sequence[AttemptRecord]) -> list[str]:
 
 
 def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
-    keep = ("check", "status", "message", "points", "earned", "credit", "hint", "observed", "expected", "note", "check_hint")
+    keep = (
+        "check",
+        "status",
+        "message",
+        "points",
+        "earned",
+        "credit",
+        "hint",
+        "observed",
+        "expected",
+        "note",
+        "check_hint",
+    )
     return {
         "graded_at": r.graded_at,
         "started_at": r.started_at,
@@ -70,9 +82,11 @@ def certifications(rules: Any, levels: Any) -> list[dict[str, Any]]:
 
     spec = load_data("certifications.yaml")
     share = Fraction(str(spec.get("share", "2/3")))
-    titles = {e: (d or {}).get("title", e) for e, d in (yamlio.load(data_file(BLUEPRINTS)).data.get("exams") or {}).items()}
+    titles = {
+        e: (d or {}).get("title", e) for e, d in (yamlio.load(data_file(BLUEPRINTS)).data.get("exams") or {}).items()
+    }
     present = set(levels.weights)
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in spec.get("exams") or []:
         exam, need = str(entry["exam"]), int(entry["level"])
         weights = rules.blueprints.exams.get(exam)
@@ -120,7 +134,7 @@ def build(
     labs = {x.id: x for x in catalogue.labs}
     passed = passed_labs(mine, set(labs))
     levels = level_rule.compute(rules, catalogue.labs, passed)
-    domains = []
+    domains: list[dict[str, Any]] = []
     for d in DOMAINS:
         v = levels.domains[d]
         domains.append(
@@ -134,7 +148,7 @@ def build(
             }
         )
     order = {d: i for i, d in enumerate(DOMAINS)}
-    attempted = []
+    attempted: list[dict[str, Any]] = []
     for lab_id, rs in by_lab(mine).items():
         lab = labs.get(lab_id)
         domain = lab.domain if lab else (rs[0].domain or "unknown")

@@ -26,7 +26,7 @@ def failed_checks(records: Sequence[AttemptRecord], limit: int = 20) -> list[dic
             if lost:
                 tally[0] += 1
                 who.setdefault(key, set()).add(r.candidate)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "lab": lab,
             "check": check,
@@ -57,7 +57,7 @@ def team_readiness(people: list[dict[str, Any]], teams: list[dict[str, Any]]) ->
     Seats go by a maximum matching (augmenting paths), so a strong candidate is not spent on a seat
     someone else could fill while a harder one stays empty.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for team in teams:
         seats: list[int] = []  # role index per seat
         for i, role in enumerate(team["roles"]):
@@ -126,14 +126,14 @@ def build(
     people_records: dict[str, list[AttemptRecord]] = {name: [] for name in candidates or ()}
     for r in records:
         people_records.setdefault(r.candidate, []).append(r)
-    people = []
+    people: list[dict[str, Any]] = []
     distribution = {d: [0] * 6 for d in DOMAINS}
     overall = [0] * 6
     attempted_labs: set[str] = set()
     for name in sorted(people_records):
         mine = people_records[name]
         levels = level_rule.compute(rules, catalogue.labs, passed_labs(mine, set(labs)))
-        cells = {}
+        cells: dict[str, dict[str, Any]] = {}
         for lab_id, rs in by_lab(mine).items():
             attempted_labs.add(lab_id)
             best = best_of(rs)
@@ -157,7 +157,7 @@ def build(
             }
         )
     order = {d: i for i, d in enumerate(DOMAINS)}
-    columns = []
+    columns: list[dict[str, Any]] = []
     for lab_id in attempted_labs:
         lab = labs.get(lab_id)
         sample = next(r for rs in people_records.values() for r in rs if r.lab_id == lab_id)

@@ -227,7 +227,9 @@ def _read_json(path: Path, out: Inputs, *, strict: bool) -> None:
         raise InputError(f"{path}: a {SCHEMA_IDS[kind]} document is a report, not a report input")
 
 
-def records_from_db(path: Path | None, candidates: list[str] | None = None, cohort: str | None = None) -> list[AttemptRecord]:
+def records_from_db(
+    path: Path | None, candidates: list[str] | None = None, cohort: str | None = None
+) -> list[AttemptRecord]:
     """Attempt records from the attempts database: some candidates, one cohort (when the database knows
     cohorts), or everyone."""
     from assessor.labs import attempts
@@ -237,7 +239,9 @@ def records_from_db(path: Path | None, candidates: list[str] | None = None, coho
         if cohort is not None:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(attempts)")}
             if "cohort" in columns:
-                members = {r[0] for r in conn.execute("SELECT DISTINCT candidate FROM attempts WHERE cohort = ?", (cohort,))}
+                members = {
+                    r[0] for r in conn.execute("SELECT DISTINCT candidate FROM attempts WHERE cohort = ?", (cohort,))
+                }
                 rows = [a for a in rows if a.candidate in members]
     if candidates:
         wanted = set(candidates)
@@ -250,14 +254,18 @@ def grade_document(grade_json: dict[str, Any]) -> dict[str, Any]:
     return validate(grade_json, "grade")
 
 
-def progress_document(candidate: str, history: list[Any], levels: Any, passed: set[str], mismatches: dict[str, list[str]]) -> dict[str, Any]:
+def progress_document(
+    candidate: str, history: list[Any], levels: Any, passed: set[str], mismatches: dict[str, list[str]]
+) -> dict[str, Any]:
     """The gpulab.progress/1 document of ``gpulab progress --json``."""
     doc = {
         "schema": SCHEMA_IDS["progress"],
         "candidate": candidate,
         "attempts": [a.to_json() for a in history],
         "passed": sorted(passed),
-        "levels": {d: {"level": v.level, "name": v.name, "explanation": v.explanation} for d, v in levels.domains.items()},
+        "levels": {
+            d: {"level": v.level, "name": v.name, "explanation": v.explanation} for d, v in levels.domains.items()
+        },
         "overall": {"level": levels.overall, "name": levels.overall_name, "explanation": levels.explanation},
         "weights": {d: round(float(w) * 100, 2) for d, w in levels.weights.items()},
         "rule": levels.rule,

@@ -23,7 +23,8 @@ def build(results: Sequence[dict[str, Any]], *, now: dt.datetime | None = None) 
     columns = list(checks)
     index = {c: i for i, c in enumerate(columns)}
     per_check = {c: dict.fromkeys(STATUSES, 0) for c in columns}
-    hosts, unreachable = [], []
+    hosts: list[dict[str, Any]] = []
+    unreachable: list[dict[str, Any]] = []
     for t in targets:
         name = t.get("host") or t["target"]
         if t.get("error"):
@@ -49,7 +50,7 @@ def build(results: Sequence[dict[str, Any]], *, now: dt.datetime | None = None) 
             host["captured_at"] = t["captured_at"]
         hosts.append(host)
     hosts.sort(key=lambda h: (_RANK[h["state"]], -sum(c in ("fail", "error") for c in h["cells"]), h["host"]))
-    summary = {
+    summary: dict[str, int] = {
         "hosts": len(targets),
         "failing": sum(h["state"] == "failing" for h in hosts),
         "warning": sum(h["state"] == "warning" for h in hosts),

@@ -157,7 +157,7 @@ def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
     from assessor.checks.result import STATUSES
 
     targets = [t for d in results for t in d["targets"]]
-    summary = {
+    summary: dict[str, int] = {
         "hosts": len(targets),
         "unreachable": sum(1 for t in targets if t.get("error")),
         "failing_hosts": sum(

@@ -23,8 +23,19 @@ def test_one_run_writes_json_junit_and_markdown_beside_the_table(tmp_path: Path)
     snap = corpus_snapshot(tmp_path / "node", BROKEN_H100)
     files = {k: tmp_path / f"out.{k}" for k in ("json", "xml", "md")}
     code, out, err = gpulab(
-        "assess", "-t", f"snapshot:{snap}", "-t", "mock:hgx-h100", "-p", "hgx-h100",
-        "--json", str(files["json"]), "--junit", str(files["xml"]), "--markdown", str(files["md"]),
+        "assess",
+        "-t",
+        f"snapshot:{snap}",
+        "-t",
+        "mock:hgx-h100",
+        "-p",
+        "hgx-h100",
+        "--json",
+        str(files["json"]),
+        "--junit",
+        str(files["xml"]),
+        "--markdown",
+        str(files["md"]),
     )
     assert code == 1
     assert "FAIL" in out and "mlx5_11" in out  # the terminal table is still there
@@ -64,14 +75,18 @@ def test_exit_codes_are_documented_in_help() -> None:
 
 def test_unwritable_output_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    code, _, err = gpulab("assess", "-t", "mock:hgx-h100", "-c", "gpu.count", "--json", str(tmp_path / "file" / "r.json"))
+    code, _, err = gpulab(
+        "assess", "-t", "mock:hgx-h100", "-c", "gpu.count", "--json", str(tmp_path / "file" / "r.json")
+    )
     assert code == 2 and "cannot write" in err
 
 
 def test_out_keeps_an_error_record_so_offline_grading_counts_the_same(tmp_path: Path) -> None:
     keep = tmp_path / "keep"
     first = tmp_path / "first.json"
-    code, _, _ = gpulab("assess", "-t", "mock:hgx-h100", "-t", DEAD, "-p", "hgx-h100", "--out", str(keep), "--json", str(first))
+    code, _, _ = gpulab(
+        "assess", "-t", "mock:hgx-h100", "-t", DEAD, "-p", "hgx-h100", "--out", str(keep), "--json", str(first)
+    )
     assert code == 3
     record = json.loads((keep / "ssh___nobody_127.0.0.1_1" / "meta.json").read_text())
     assert "refused" in record["error"]

@@ -81,7 +81,9 @@ def test_candidate_html_is_one_self_contained_file_with_chart_and_labs(db: Path,
     page = parse(out.read_text(encoding="utf-8"))
     tags = [t for t, _ in page.tags]
     assert "script" not in tags and "link" not in tags and "img" not in tags
-    assert not any(k in ("src", "href") and (v or "").startswith(("http", "//")) for _, a in page.tags for k, v in a.items())
+    assert not any(
+        k in ("src", "href") and (v or "").startswith(("http", "//")) for _, a in page.tags for k, v in a.items()
+    )
     assert tags.count("svg") == 1
     bars = [a for t, a in page.tags if t == "rect"]
     widths = [float(a["width"] or 0) for a in bars]

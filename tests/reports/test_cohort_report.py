@@ -101,8 +101,18 @@ def test_csv_gradebook_has_one_row_per_candidate_with_documented_columns(tmp_pat
     assert ada["health-101_attempts"] == "2" and "2 machines" in ada["health-101_flags"]
     assert rows[1]["ib-201_attempts"] == "0" and rows[1]["ib-201_best_percent"] == ""
     documented = (Path(__file__).resolve().parents[2] / "docs" / "REPORTS.md").read_text(encoding="utf-8")
-    for column in ("candidate", "overall_level", "level_<domain>", "labs_attempted", "labs_passed", "<lab>_best_percent",
-                   "<lab>_attempts", "<lab>_late", "<lab>_flags", "flags"):
+    for column in (
+        "candidate",
+        "overall_level",
+        "level_<domain>",
+        "labs_attempted",
+        "labs_passed",
+        "<lab>_best_percent",
+        "<lab>_attempts",
+        "<lab>_late",
+        "<lab>_flags",
+        "flags",
+    ):
         assert f"`{column}`" in documented
 
 

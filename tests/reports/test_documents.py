@@ -35,7 +35,10 @@ def test_grade_flags_are_read_however_a_grader_stored_them() -> None:
     assert documents.flags_of(["copied", "late start"]) == ("copied", "late start")
     assert documents.flags_of('["tamper: nvml.json edited"]') == ("tamper: nvml.json edited",)
     assert documents.flags_of("a, b") == ("a", "b")
-    assert documents.flags_of({"tamper": "fixture changed", "reviewed": True}) == ("tamper: fixture changed", "reviewed")
+    assert documents.flags_of({"tamper": "fixture changed", "reviewed": True}) == (
+        "tamper: fixture changed",
+        "reviewed",
+    )
     assert documents.flags_of(None) == ()
 
 

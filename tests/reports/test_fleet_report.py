@@ -23,8 +23,18 @@ def assessed(tmp_path: Path) -> Path:
     out = tmp_path / "results.json"
     checks = ["-c", "nccl.busbw:min_gbps=200", "-c", "ib.ports_active", "-c", "gpu.xid", "-c", "nccl.transport"]
     code, _ = gpulab(
-        "assess", "-t", f"snapshot:{healthy}", "-t", f"snapshot:{broken}", "-t", "ssh://nobody@127.0.0.1:1",
-        *checks, "--json", str(out), "-f", "json",
+        "assess",
+        "-t",
+        f"snapshot:{healthy}",
+        "-t",
+        f"snapshot:{broken}",
+        "-t",
+        "ssh://nobody@127.0.0.1:1",
+        *checks,
+        "--json",
+        str(out),
+        "-f",
+        "json",
     )
     assert code == 3
     return out
@@ -50,7 +60,11 @@ def test_fleet_document_puts_failing_hosts_first_with_evidence(tmp_path: Path) -
     per = {c["check"]: c for c in doc["per_check"]}
     assert per["ib.ports_active"]["fail"] == 1 and per["ib.ports_active"]["pass"] == 1
     assert doc["unreachable"] == [
-        {"host": "ssh://nobody@127.0.0.1:1", "target": "ssh://nobody@127.0.0.1:1", "error": doc["unreachable"][0]["error"]}
+        {
+            "host": "ssh://nobody@127.0.0.1:1",
+            "target": "ssh://nobody@127.0.0.1:1",
+            "error": doc["unreachable"][0]["error"],
+        }
     ]
     assert "refused" in doc["unreachable"][0]["error"]
     assert doc["summary"]["unreachable"] == 1 and doc["summary"]["failing"] == 1
@@ -77,5 +91,5 @@ def test_fleet_csv_has_a_row_per_host_unreachable_last(tmp_path: Path) -> None:
     results = assessed(tmp_path)
     code, out = gpulab("report", "fleet", str(results), "-f", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert code == 0 and [r["state"] for r in rows][0] == "failing" and rows[-1]["state"] == "unreachable"
+    assert code == 0 and rows[0]["state"] == "failing" and rows[-1]["state"] == "unreachable"
     assert rows[0]["ib.ports_active"] == "fail" and rows[-1]["error"].startswith("unreachable")

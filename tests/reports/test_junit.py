@@ -50,7 +50,9 @@ def run_doc() -> dict:
     return document([node, ghost], "hgx-h100")
 
 
-def test_junit_validates_against_jenkins_and_ant_schemas(jenkins: xmlschema.XMLSchema, ant: xmlschema.XMLSchema) -> None:
+def test_junit_validates_against_jenkins_and_ant_schemas(
+    jenkins: xmlschema.XMLSchema, ant: xmlschema.XMLSchema
+) -> None:
     xml = junit.render(run_doc())
     jenkins.validate(xml)
     ant.validate(xml)
@@ -77,7 +79,9 @@ def test_junit_one_suite_per_host_with_time_stamp_host_and_real_durations() -> N
     assert connect.attrib["name"] == "connect" and connect.find("error").attrib["type"] == "unreachable"
 
 
-def test_junit_of_an_assess_run_validates_with_capture_durations(tmp_path: Path, jenkins: xmlschema.XMLSchema, ant: xmlschema.XMLSchema) -> None:
+def test_junit_of_an_assess_run_validates_with_capture_durations(
+    tmp_path: Path, jenkins: xmlschema.XMLSchema, ant: xmlschema.XMLSchema
+) -> None:
     from click.testing import CliRunner
 
     from assessor.cli import main

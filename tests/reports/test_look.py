@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
-from scripts.screenshot_reports import browser, screenshot  # noqa: E402
+from scripts.screenshot_reports import browser, screenshot
 
 
 def png_pixels(path: Path) -> tuple[int, int, bytes]:
@@ -35,9 +35,8 @@ def png_pixels(path: Path) -> tuple[int, int, bytes]:
 
 @pytest.mark.skipif(browser() is None, reason="no chromium on PATH (scripts/setup.sh installs it as root)")
 def test_fleet_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    from bench.reports import fleet_results
-
     from assessor.reports import fleet, render
+    from bench.reports import fleet_results
 
     html = tmp_path / "fleet.html"
     html.write_text(render.render(fleet.build([fleet_results(6, tmp_path)]), "html"), encoding="utf-8")
@@ -53,7 +52,18 @@ def test_fleet_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 
 def test_templates_are_found_from_an_installed_wheel(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -69,8 +79,12 @@ def test_templates_are_found_from_an_installed_wheel(tmp_path: Path) -> None:
         "sys.stdout.write(render.render(doc, 'html'))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     first, html = out.split("\n", 1)
     assert first.startswith(str(site))
