@@ -53,8 +53,8 @@ def make(
     if not inputs and db is None:
         databases.append(None)  # the default attempts database
     for path in databases:
-        records += documents.records_from_db(path, candidates if kind == "candidate" else candidates or None, cohort)
-    if candidates and kind == "candidate":
+        records += documents.records_from_db(path, candidates, cohort)
+    if candidates:  # grade files may hold other people too
         records = [r for r in records if r.candidate in set(candidates)]
     from assessor.labs import levels
     from assessor.labs.loader import load_catalogue

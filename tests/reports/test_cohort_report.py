@@ -127,3 +127,14 @@ def test_cohort_html_shows_gradebook_and_team_gaps(tmp_path: Path) -> None:
     assert "Cohort report: autumn" in words
     assert "Gradebook" in words and "100×2" in words.replace(" ", "")
     assert "Team readiness" in words and "infrastructure architect" in words and "gaps" in words
+
+
+def test_cohort_of_a_candidate_list_keeps_who_is_listed_even_without_attempts(tmp_path: Path) -> None:
+    db = ada_db(tmp_path / "attempts.db")
+    names = tmp_path / "class.txt"
+    names.write_text("ada\n# not started yet:\ncarol\n", encoding="utf-8")
+    code, out = report("cohort", "--db", str(db), "--candidates", str(names), "-f", "json")
+    assert code == 0
+    people = {p["candidate"]: p for p in json.loads(out)["candidates"]}
+    assert set(people) == {"ada", "carol"}  # bob is not in this class
+    assert people["carol"]["labs"] == {} and people["carol"]["overall"] == 0
