@@ -150,6 +150,7 @@ def capture(
     from assessor.assess.fleet import dir_name
     from assessor.capture import snapshot
     from assessor.errors import GpulabError
+    from assessor.reports.safe import visible
 
     tests = active_tests(active)
     jobs = reach.jobs(default=("local",))
@@ -170,13 +171,13 @@ def capture(
         for job, snap, error in pool.map(one, jobs):
             if error is not None:
                 failed = True
-                click.echo(f"{job.label}: error: {error}", err=True)
+                click.echo(f"{visible(job.label)}: error: {visible(error)}", err=True)
                 continue
             if single:
                 for name, source in sorted(snap.sources.items()):
                     note = source.status if source.status == "ok" else f"{source.status}: {source.message or ''}"
-                    click.echo(f"{name:24} {note}")
-            click.echo(f"{job.label}: snapshot written to {snap.path}")
+                    click.echo(f"{name:24} {visible(note)}")  # messages come from the node
+            click.echo(f"{visible(job.label)}: snapshot written to {visible(snap.path)}")
     sys.exit(1 if failed else 0)
 
 

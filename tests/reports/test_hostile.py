@@ -171,3 +171,13 @@ def test_lab_grade_output_in_a_file_is_whole_and_inert(capsys: pytest.CaptureFix
     assert json.dumps(long_observed, sort_keys=True).replace("\\u001b", "\\e").replace(" ", "")[:40] in flat
     assert '"index":3' in flat  # the end of the observed value is there: nothing was cut
     assert "🆎" not in out and ":ab:" in out and "[bold]b[/bold]" in out
+
+
+def test_fleet_progress_lines_show_host_names_as_data(capsys: pytest.CaptureFixture[str]) -> None:
+    from assessor.assess.fleet import Job, Progress
+
+    bar = Progress(1)  # stderr is not a terminal here: one plain line per host
+    bar(Job(EVIL, SimpleNamespace()), TargetResults(EVIL, EVIL, [], error="x"))  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    no_raw_controls(err)
+    assert err.startswith("[1/1] =cmd|") and err.rstrip().endswith(": error")
