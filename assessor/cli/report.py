@@ -13,9 +13,8 @@ import click
     "-f",
     "fmt",
     type=click.Choice(["html", "md", "csv", "junit", "json"]),
-    default="html",
-    show_default=True,
-    help="html (one self-contained file), md, csv (cohort: the gradebook), junit (fleet), json (the document).",
+    help="html (one self-contained file), md, csv (cohort: the gradebook), junit (fleet), json (the document);"
+    " default: from the --out suffix (.md .csv .xml .json), else html.",
 )
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Write the report here (default: stdout).")
 @click.option(
@@ -29,7 +28,7 @@ import click
 def report(
     kind: str,
     inputs: tuple[str, ...],
-    fmt: str,
+    fmt: str | None,
     out: str | None,
     candidates: tuple[str, ...],
     candidates_file: str | None,
@@ -53,7 +52,7 @@ def report(
     if candidates_file:
         names += build.read_candidates(candidates_file)
     made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db)
-    written = build.write(made, fmt, out)
+    written = build.write(made, fmt or build.format_for(out), out)
     if out is None:
         click.echo(written, nl=False)
     else:

@@ -98,6 +98,12 @@ def write(report: Report, fmt: str, out: str | None) -> str:
     return str(path)
 
 
+def format_for(out: str | None) -> str:
+    """The format an output file's suffix asks for (``.md``, ``.csv``, ``.xml``, ``.json``), else html."""
+    suffix = Path(out).suffix.lower() if out else ""
+    return {".md": "md", ".markdown": "md", ".csv": "csv", ".xml": "junit", ".json": "json"}.get(suffix, "html")
+
+
 def read_candidates(path: str) -> list[str]:
     """A candidate list file: one name per line; blank lines and # comments ignored."""
     try:

@@ -93,3 +93,15 @@ def test_fleet_csv_has_a_row_per_host_unreachable_last(tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and rows[0]["state"] == "failing" and rows[-1]["state"] == "unreachable"
     assert rows[0]["ib.ports_active"] == "fail" and rows[-1]["error"].startswith("unreachable")
+
+
+def test_the_output_suffix_picks_the_format(tmp_path: Path) -> None:
+    results = assessed(tmp_path)
+    for name, start in (
+        ("f.md", "## gpulab fleet"),
+        ("f.csv", "host,target"),
+        ("f.xml", "<?xml"),
+        ("f.html", "<!DOCTYPE"),
+    ):
+        assert gpulab("report", "fleet", str(results), "-o", str(tmp_path / name))[0] == 0
+        assert (tmp_path / name).read_text(encoding="utf-8").startswith(start), name
