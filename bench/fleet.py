@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.sshbed import Node, SshBed  # noqa: E402
+from tests.support.sshbed import Node, SshBed  # noqa: E402
 
 BIN = Path(sys.executable).parent
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 def bench_corpus(rounds: int) -> None:
     from assessor import parsers
     from tests.conftest import CORPUS
-    from tests.corpus_kinds import corpus_files
+    from tests.support.corpus_kinds import corpus_files
 
     files = [(kind, path.read_text(encoding="utf-8", errors="replace")) for path, kind in corpus_files(CORPUS)]
     start = time.perf_counter()
@@ -39,7 +39,7 @@ def bench_corpus(rounds: int) -> None:
 def bench_assess(rounds: int) -> None:
     from assessor.assess import pipeline as runner
     from assessor.assess import profiles
-    from tests.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
+    from tests.support.snapshots import BROKEN_H100, HEALTHY_A100, corpus_snapshot
 
     with tempfile.TemporaryDirectory() as tmp:
         snap = corpus_snapshot(

@@ -12,6 +12,16 @@ if [ ! -x /usr/sbin/sshd ]; then
     echo "setup: /usr/sbin/sshd is missing; install openssh-server (the SSH tests need it)" >&2
   fi
 fi
+# Headless Chromium photographs the HTML reports (scripts/screenshot-reports.sh and one test, which
+# skips without it). Optional: nothing else needs it.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+      || echo "setup: could not install chromium; report screenshots will be skipped" >&2
+  else
+    echo "setup: chromium is missing (optional): install it to photograph the HTML reports" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -95,7 +95,7 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # host names are data, not markup
                 transient=True,
             )
             self._task = self._bar.add_task("", total=total)
@@ -103,11 +103,14 @@ class Progress:
 
     def __call__(self, job: Job, result: TargetResults) -> None:
         self.count += 1
+        from assessor.neutralise import visible
+
         status = "error" if result.error else ("FAILED" if result.failed else "ok")
+        label = visible(job.label)  # an inventory host name is data: no escape sequences, no markup
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=f"{job.label}: {status}")
+            self._bar.update(self._task, advance=1, description=f"{label}: {status}")
         else:
-            print(f"[{self.count}/{self.total}] {job.label}: {status}", file=sys.stderr, flush=True)
+            print(f"[{self.count}/{self.total}] {label}: {status}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:

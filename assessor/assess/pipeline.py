@@ -64,24 +64,40 @@ class Job:
 def assess_one(
     job: Job, profile: Profile, *, timeout: float, out: Path | None = None, active: tuple[str, ...] = ()
 ) -> TargetResults:
-    """Assess one target; any failure to reach or read it is an error for it alone."""
+    """Assess one target; any failure to reach or read it is an error for it alone.
+
+    With ``out``, the snapshot is kept under ``out/<host>/``; for a host that could not be reached, an error
+    record is kept instead, so grading the kept snapshots offline reports it unreachable again.
+    """
     from assessor.capture import snapshot
     from assessor.errors import GpulabError
     from assessor.parsers.assemble import facts_from_snapshot
 
     try:
         snap = job.target.snapshot(timeout=timeout, active=active)
-    except GpulabError as exc:
-        return TargetResults(job.target.spec, job.target.name, [], error=str(exc))
-    except Exception as exc:  # a transport bug must not take the fleet down
-        return TargetResults(job.target.spec, job.target.name, [], error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a transport bug must not take the fleet down either
+        why = str(exc) if isinstance(exc, GpulabError) else f"{type(exc).__name__}: {exc}"
+        recorded = snapshot.error_record(getattr(job.target, "path", None))
+        if recorded is not None:  # a snapshot kept by --out for a host that was unreachable
+            return TargetResults(job.target.spec, recorded[0] or job.target.name, [], error=recorded[1])
+        if out is not None:
+            snapshot.write_error_record(
+                out / snapshot.dir_name(job.label), job.target.spec, job.target.name or job.label, why
+            )
+        return TargetResults(job.target.spec, job.target.name, [], error=why)
     if out is not None and snap.path is None:
-        snapshot.write(snap, out / snapshot.dir_name(job.label), {"target": job.target.spec})
+        snapshot.write(
+            snap, out / snapshot.dir_name(job.label), {"target": job.target.spec, "time": snapshot.now_iso()}
+        )
+    when = str(snap.meta.get("time") or snapshot.now_iso())
+    timings = {n: float(s.duration_s) for n, s in snap.sources.items() if isinstance(s.duration_s, (int, float))}
     if snap.path is None and (missing := no_nvidia(snap)):
-        return TargetResults(job.target.spec, job.target.name or snap.host, [], error=missing)
+        return TargetResults(
+            job.target.spec, job.target.name or snap.host, [], error=missing, captured_at=when, timings=timings
+        )
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
-    return TargetResults(job.target.spec, host, run_profile(facts, profile))
+    return TargetResults(job.target.spec, host, run_profile(facts, profile), captured_at=when, timings=timings)
 
 
 def no_nvidia(snap: Snapshot) -> str | None:

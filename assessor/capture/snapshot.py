@@ -147,3 +147,31 @@ def write(snap: Snapshot, directory: Path | str, extra_meta: dict[str, Any] | No
 def dir_name(label: str) -> str:
     """A host label as a safe directory name (snapshots under --out DIR/<host>/)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label) or "target"
+
+
+def now_iso() -> str:
+    """The time now, as snapshots record it (UTC, seconds)."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def write_error_record(directory: Path, spec: str, host: str, why: str) -> None:
+    """Keep why a host could not be captured (``meta.json`` with ``error``) in its snapshot directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {"target": spec, "host": host, "error": why, "time": now_iso(), "files": {}}
+    (directory / META).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def error_record(directory: Path | None) -> tuple[str | None, str] | None:
+    """(host, why) when ``directory`` is a snapshot holding an error record, else None."""
+    if not isinstance(directory, Path) or not (directory / META).is_file():
+        return None
+    try:
+        meta = json.loads((directory / META).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("error"), str):
+        return None
+    host = meta.get("host")
+    return (host if isinstance(host, str) else None), meta["error"]

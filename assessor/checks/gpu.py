@@ -539,6 +539,7 @@ def gpu_xid(facts: NodeFacts, params: dict[str, Any]) -> Result:
     # Drivers print several lines per event (Xid 13 has one per SM): count each (code, device) once.
     found: Counter[tuple[str, int | None, str]] = Counter()
     printed: dict[tuple[str, int | None, str], str] = {}
+    quoted: dict[tuple[str, int | None, str], str] = {}  # the first dmesg line of each finding, for reports
     for event in events:
         if event.kind not in ("xid", "fallen_off_bus", "sxid"):
             continue
@@ -549,6 +550,10 @@ def gpu_xid(facts: NodeFacts, params: dict[str, Any]) -> Result:
         # Key on bus:device so "0000:44:00" (Xid) and "0000:44:00.0" (fallen off the bus) are one device.
         device = bus_key(event.bus_id) or event.bus_id or "?"
         printed.setdefault((kind, code, device), event.bus_id or "?")
+        line_at = f"dmesg line {event.line}" if event.line else "dmesg"
+        quoted.setdefault(
+            (kind, code, device), f"{line_at}: {kind.upper()} {code} (PCI:{event.bus_id}): {event.message}"
+        )
         found[(kind, code, device)] += 1
     fails: list[str] = []
     warns: list[str] = []
@@ -580,7 +585,9 @@ def gpu_xid(facts: NodeFacts, params: dict[str, Any]) -> Result:
     status: Status = "fail" if fails else "warn"
     message = join_limited(fails + warns)
     expected = {"critical": sorted(critical), "warn": sorted(warn_set)}
-    return result("gpu.xid", status, message, observed=observed, expected=expected, hint=hint)
+    found_xid = result("gpu.xid", status, message, observed=observed, expected=expected, hint=hint)
+    found_xid.evidence = list(quoted.values())
+    return found_xid
 
 
 # ---- NVLink ----------------------------------------------------------------------------------

@@ -84,6 +84,7 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
     active = 0
     considered = 0
     observed: dict[str, str] = {}
+    evidence: list[str] = []  # the ibstat lines that show each fault, for reports
     for port, explicit in chosen:
         if not _layer_matches(port, layer):
             continue
@@ -99,6 +100,7 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         phys = port.physical_state or "unknown physical state"
         observed[f"{port.ca}/{port.port}"] = f"{port.state} ({phys})"
         fails.append(f"{port_name(port)} is {port.state} ({phys})")
+        evidence.append(f"ibstat: CA '{port.ca}' Port {port.port}: State: {port.state}; Physical state: {phys}")
         if port.state.lower() in ("initializing", "init", "armed") and phys.lower() == "linkup":
             hints.append(SM_HINT)
         else:
@@ -124,7 +126,7 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         )
     observed_out: dict[str, Any] = {"active": active, "considered": considered, **observed}
     if fails:
-        return result(
+        failed = result(
             "ib.ports_active",
             "fail",
             join_limited(fails),
@@ -132,6 +134,8 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=expected,
             hint="; ".join(dict.fromkeys(hints)),
         )
+        failed.evidence = evidence or None
+        return failed
     if unknown:
         return result(
             "ib.ports_active",

@@ -135,7 +135,7 @@ def nccl_busbw(facts: NodeFacts, params: dict[str, Any]) -> Result:
     where = f"{peak:g} GB/s at {_size(largest)} ({run.nranks} ranks)"
     if peak >= floor:
         return result("nccl.busbw", "pass", f"busbw {where}", observed=observed, expected=expected)
-    return result(
+    slow = result(
         "nccl.busbw",
         "fail",
         f"busbw {where}, below {floor:g} GB/s",
@@ -144,6 +144,12 @@ def nccl_busbw(facts: NodeFacts, params: dict[str, Any]) -> Result:
         hint="check gpu.nvlink, fabric.state and gpu.pcie_link; across nodes ib.rate, ib.peermem and "
         "nccl.transport; rerun with one large size (-b 16G -e 16G)",
     )
+    row = max(run.rows, key=lambda r: r.size_bytes)  # the row the verdict reads, for reports
+    slow.evidence = [
+        f"nccl-tests: size {row.size_bytes} bytes: busbw {row.oop_busbw} GB/s out-of-place, "
+        f"{row.ip_busbw} GB/s in-place"
+    ]
+    return slow
 
 
 @check(

@@ -24,7 +24,20 @@ from assessor.cli.options import Reach, active_tests, reach_options
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(["table", "json", "junit"]), default="table", show_default=True
 )
-@click.option("--out", "-o", type=click.Path(file_okay=False), help="Keep each target's snapshot under DIR/<host>/.")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False),
+    help="Keep each target's snapshot under DIR/<host>/ (an unreachable host: meta.json with the error).",
+)
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Also write the results JSON here.")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False), help="Also write JUnit XML here (CI servers).")
+@click.option(
+    "--markdown",
+    "markdown_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
+)
 @click.option(
     "--with",
     "active",
@@ -38,12 +51,23 @@ def assess(
     check_opts: tuple[str, ...],
     fmt: str,
     out: str | None,
+    json_file: str | None,
+    junit_file: str | None,
+    markdown_file: str | None,
     active: str,
 ) -> None:
     """Assess targets against a readiness profile.
 
-    Exit code 0 when nothing failed or errored, 1 when something did, 2 for bad input,
-    130 when interrupted (what finished is still reported).
+    --format picks what goes to stdout; --json, --junit and --markdown write more outputs from the
+    same run, beside it.
+
+    \b
+    Exit codes:
+      0    every check passed (or only warned)
+      1    a check failed or errored
+      2    bad input (nothing was assessed)
+      3    one or more hosts could not be assessed (with or without failures)
+      130  interrupted (what finished is still reported)
     """
     import json
     import os
@@ -77,6 +101,9 @@ def assess(
         if bar is not None:
             bar.close()
     doc = results.document(run.results, prof.name)
+    from assessor.reports import outputs
+
+    written = outputs.write_all(doc, json_file=json_file, junit_file=junit_file, markdown_file=markdown_file)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
     elif fmt == "junit":
@@ -85,6 +112,8 @@ def assess(
         click.echo(junit.render(doc), nl=False)
     else:
         render.table(run.results, prof)
+    for path in written:
+        click.echo(f"written: {path}", err=True)
     if run.interrupted:
         sys.stdout.flush()
         os._exit(130)  # worker threads may still wait on the network: do not wait for them
@@ -121,6 +150,7 @@ def capture(
     from assessor.capture import snapshot
     from assessor.capture.snapshot import dir_name
     from assessor.errors import GpulabError
+    from assessor.neutralise import visible
 
     tests = active_tests(active)
     jobs = reach.jobs(default=("local",))
@@ -141,13 +171,13 @@ def capture(
         for job, snap, error in pool.map(one, jobs):
             if error is not None:
                 failed = True
-                click.echo(f"{job.label}: error: {error}", err=True)
+                click.echo(f"{visible(job.label)}: error: {visible(error)}", err=True)
                 continue
             if single:
                 for name, source in sorted(snap.sources.items()):
                     note = source.status if source.status == "ok" else f"{source.status}: {source.message or ''}"
-                    click.echo(f"{name:24} {note}")
-            click.echo(f"{job.label}: snapshot written to {snap.path}")
+                    click.echo(f"{name:24} {visible(note)}")  # messages come from the node
+            click.echo(f"{visible(job.label)}: snapshot written to {visible(snap.path)}")
     sys.exit(1 if failed else 0)
 
 

@@ -74,9 +74,23 @@ def profiles_show(name: str) -> None:
 
 
 @click.command()
-@click.argument("name", type=click.Choice(["results", "lab"]))
+@click.argument("name", type=click.Choice(["results", "grade", "progress", "candidate", "cohort", "fleet", "lab"]))
 def schema(name: str) -> None:
-    """Print a published JSON Schema: results (gpulab.results/1) or lab (lab.yaml)."""
+    """Print a published JSON Schema.
+
+    \b
+    results    gpulab.results/1: what `gpulab assess --json` writes
+    grade      gpulab.grade/1: what `gpulab lab grade --json` prints
+    progress   gpulab.progress/1: what `gpulab progress --json` prints
+    candidate  gpulab.candidate/1, cohort gpulab.cohort/1, fleet gpulab.fleet/1: `gpulab report ... -f json`
+    lab        a lab.yaml
+    """
     from importlib import resources
 
-    click.echo((resources.files("assessor") / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"), nl=False)
+    if name == "lab":
+        text = (resources.files("assessor") / "schemas" / "lab.schema.json").read_text(encoding="utf-8")
+    else:
+        from assessor.reports.documents import schema_path
+
+        text = schema_path(name).read_text(encoding="utf-8")
+    click.echo(text, nl=False)

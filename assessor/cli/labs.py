@@ -25,17 +25,34 @@ def _candidate(name: str | None) -> str:
 def _console() -> Any:
     from rich.console import Console
 
-    # stdout as it is now (click's test runner swaps it), no colour codes when piped
-    return Console(file=sys.stdout, highlight=False)
+    # stdout as it is now (click's test runner swaps it), no colour codes when piped, no emoji codes
+    # (":ab:" in a bus id is data); saved to a file, lines are wide enough that nothing is cut
+    tty = sys.stdout.isatty()
+    return Console(file=sys.stdout, highlight=False, emoji=False, width=None if tty else 200)
 
 
-def _fmt(value: Any, limit: int = 60) -> str:
+def _fmt(value: Any, limit: int | None = 60) -> str:
+    """A value for a table cell: JSON for structures, control characters shown as escapes; shortened with
+    "…" only on a terminal (``limit``), never in a file."""
     import json
+
+    from assessor.neutralise import visible
 
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = visible(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+    if limit is None or not sys.stdout.isatty() or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def _text(value: Any, style: str = "") -> Any:
+    """Node or candidate data as a rich Text: never markup, never an emoji code, control characters escaped."""
+    from rich.text import Text
+
+    from assessor.neutralise import visible
+
+    return Text(visible("" if value is None else value), style=style)
 
 
 @click.group()
@@ -273,36 +290,43 @@ def lab_grade(
 
 
 def _print_grade(x: Any, g: Any) -> None:
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = _console()
-    table = Table(title=f"{x.id} — {x.title}", title_justify="left")
+    table = Table(title=_text(f"{x.id} — {x.title}"), title_justify="left")
     for col in ("check", "result", "points", "observed", "message / hint"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for s in g.scores:
         verdict = "PASS" if s.credit >= 1 else ("PARTIAL" if s.credit > 0 else "FAIL")
         if s.status in ("skip", "error") or (s.status == "warn" and s.credit == 0):
             verdict += f" ({s.status})"
-        text = s.message
+        # messages and observed values come from the node: plain Text, one escaped line per part
+        text = Text.assemble(_text(s.message))
         if s.note:
-            text += f"\n{s.note}"
+            text.append("\n")
+            text.append_text(_text(s.note))
         if s.credit < 1:
-            text += f"\nhint: {s.hint}"
-        # messages and observed values come from the node: never read as markup
-        table.add_row(s.check, verdict, f"{s.earned:g}/{s.points:g}", escape(_fmt(s.observed)), escape(text))
+            text.append("\nhint: ")
+            text.append_text(_text(s.hint))
+        table.add_row(_text(s.check), Text(verdict), Text(f"{s.earned:g}/{s.points:g}"), _text(_fmt(s.observed)), text)
     console.print(table)
     verdict = "PASSED" if g.passed else "NOT PASSED"
-    console.print(f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed)")
+    console.print(
+        f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed)", markup=False
+    )
     if g.started_at is None:
-        console.print(f"no start recorded: the time limit ({g.time_limit_min} min) runs from `gpulab lab start`")
+        console.print(
+            f"no start recorded: the time limit ({g.time_limit_min} min) runs from `gpulab lab start`", markup=False
+        )
     elif g.late:
         console.print(
             f"LATE: graded {g.elapsed_min:.0f} min after the start, limit {g.time_limit_min} min "
-            "(the grade stands, marked late)"
+            "(the grade stands, marked late)",
+            markup=False,
         )
     else:
-        console.print(f"time: {g.elapsed_min:.0f} of {g.time_limit_min} min")
+        console.print(f"time: {g.elapsed_min:.0f} of {g.time_limit_min} min", markup=False)
 
 
 @lab.command("hint")
@@ -394,45 +418,45 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     result = levels.compute(rules, cat.labs, passed)
     mismatches = attempts.machine_mismatches(history)
     if as_json:
-        doc = {
-            "schema": "gpulab.progress/1",
-            "candidate": who,
-            "attempts": [a.to_json() for a in history],
-            "passed": sorted(passed),
-            "levels": {
-                d: {"level": v.level, "name": v.name, "explanation": v.explanation} for d, v in result.domains.items()
-            },
-            "overall": {"level": result.overall, "name": result.overall_name, "explanation": result.explanation},
-            "weights": {d: round(float(w) * 100, 2) for d, w in result.weights.items()},
-            "rule": result.rule,
-            "machine_mismatches": mismatches,
-        }
-        click.echo(json.dumps(doc, indent=2))
+        from assessor.reports.documents import progress_document
+
+        click.echo(json.dumps(progress_document(who, history, result, passed, mismatches), indent=2))
         return
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     console = _console()
     if history:
-        table = Table(title=f"attempts of {escape(who)}", title_justify="left")
+        table = Table(title=Text.assemble("attempts of ", _text(who)), title_justify="left")
         for col in ("graded (UTC)", "lab", "score", "result", "host"):
             table.add_column(col)
         for a in history:
             verdict = ("passed" if a.passed else "not passed") + (", late" if a.late else "")
-            where = escape(a.host or a.target)
-            table.add_row(a.graded_at[:16].replace("T", " "), a.lab_id, f"{a.percent:g} %", verdict, where)
+            table.add_row(
+                _text(a.graded_at[:16].replace("T", " ")),
+                _text(a.lab_id),
+                Text(f"{a.percent:g} %"),
+                Text(verdict),
+                _text(a.host or a.target),
+            )
         console.print(table)
     else:
-        console.print(f"no attempts recorded for {who} yet")
+        console.print(Text.assemble("no attempts recorded for ", _text(who), " yet"))
     console.print("\n[bold]Levels[/bold]")
     for v in result.domains.values():
         if v.tallies:
-            console.print(f"  {v.explanation}")
-    console.print(f"\n[bold]{result.explanation}[/bold]")
-    console.print(f"\nHow levels are given: {result.rule}")
+            console.print(Text.assemble("  ", _text(v.explanation)))
+    console.print(Text.assemble("\n", _text(result.explanation, "bold")))
+    console.print(Text.assemble("\nHow levels are given: ", _text(result.rule)))
     for lab_id, machines in sorted(mismatches.items()):
         console.print(
-            f"[bold]WARNING[/bold]: {who}'s attempts at {lab_id} came from different machines: {'; '.join(machines)}"
+            Text.assemble(
+                ("WARNING", "bold"),
+                ": ",
+                _text(who),
+                f"'s attempts at {lab_id} came from different machines: ",
+                _text("; ".join(machines)),
+            )
         )
     for err in cat.errors:
         click.echo(f"gpulab: warning: lab skipped: {err}", err=True)

@@ -173,6 +173,6 @@ def test_local_assessment_without_a_driver_is_an_error_naming_the_way_out() -> N
     """This machine has no NVIDIA driver: a clear error for the target, not a page of skips."""
     code, out, _ = gpulab("assess", "-t", "local", "-p", "any-gpu-node", "-f", "json")
     target = json.loads(out)["targets"][0]
-    assert code == 1
+    assert code == 3  # the host could not be assessed
     assert target["error"] == "NVML library not found: no NVIDIA driver on this host; try --target mock:hgx-h100"
     assert target["results"] == []

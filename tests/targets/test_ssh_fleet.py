@@ -57,7 +57,7 @@ def test_inventory_fleet_gives_the_right_verdict_per_node(fresh: SshBed, tmp_pat
     )
     doc = json.loads(out)
     hosts = by_host(doc)
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert set(hosts) == {"node01", "node02", "node03", "node04", "node05", "ghost"}
     for healthy in ("node01", "node05"):
         got = statuses(hosts[healthy])
@@ -91,7 +91,7 @@ def test_junit_output_validates_and_names_suites_after_hosts(fresh: SshBed, tmp_
         "--known-hosts",
         str(fresh.known_hosts),
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     schema = xmlschema.XMLSchema(str(resources.files("assessor") / "schemas" / "junit.xsd"))
     schema.validate(out)
     tree = schema.to_dict(out)
@@ -128,7 +128,7 @@ def test_unknown_host_key_is_refused_unless_accepted(fresh: SshBed, tmp_path: Pa
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     code, out, _ = gpulab("assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(empty))
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert "unknown host key" in by_host(json.loads(out))["node01"]["error"]
     code, out, _ = gpulab(
         "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(empty), "--accept-new-host-keys"
@@ -145,7 +145,7 @@ def test_changed_host_key_is_refused_even_with_accept_new(fresh: SshBed, tmp_pat
     code, out, _ = gpulab(
         "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(wrong), "--accept-new-host-keys"
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert "CHANGED" in by_host(json.loads(out))["node01"]["error"]
 
 
@@ -160,7 +160,7 @@ def test_refused_authentication_is_an_error_for_that_host(fresh: SshBed, tmp_pat
     code, out, _ = gpulab(
         "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(fresh.known_hosts)
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     for host in by_host(json.loads(out)).values():
         assert "authentication refused" in host["error"]
 
@@ -208,7 +208,7 @@ def test_whole_host_time_limit(bed: SshBed, tmp_path: Path) -> None:
         "--host-timeout",
         "3",
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert "longer than 3 s" in by_host(json.loads(out))["hangs"]["error"]
 
 
@@ -220,7 +220,7 @@ def test_connection_dropped_mid_capture_is_an_error_for_that_host(bed: SshBed, t
     hosts = by_host(json.loads(out))
     assert "dropped mid-capture" in hosts["drops"]["error"]
     assert statuses(hosts["node01"]) == {"gpu.count": "pass"}
-    assert code == 1
+    assert code == 3  # a host could not be assessed
 
 
 def test_host_without_nvidia_tools_is_an_error_with_the_reason(bed: SshBed, tmp_path: Path) -> None:
@@ -228,7 +228,7 @@ def test_host_without_nvidia_tools_is_an_error_with_the_reason(bed: SshBed, tmp_
     code, out, _ = gpulab(
         "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(bed.known_hosts)
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert "no NVIDIA tools" in by_host(json.loads(out))["bare"]["error"]
 
 
@@ -289,7 +289,7 @@ def test_inventory_host_with_shell_metacharacters_is_never_run(fresh: SshBed, tm
     code, out, _ = gpulab(
         "assess", "-i", str(inv), "-c", "gpu.count", "-f", "json", "--known-hosts", str(fresh.known_hosts)
     )
-    assert code == 1
+    assert code == 3  # a host could not be assessed
     assert "error" in by_host(json.loads(out))["evil"]
     assert not marker.exists()
 

@@ -1,0 +1,113 @@
+"""``gpulab report``'s library side: from inputs to a validated document, and from there to a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+
+KINDS = ("candidate", "cohort", "fleet")
+
+
+@dataclass
+class Report:
+    kind: str
+    document: dict[str, Any]
+    results: list[dict[str, Any]] = field(default_factory=list)  # what a fleet report was made from (JUnit)
+
+
+def make(
+    kind: str,
+    inputs: list[str],
+    *,
+    candidates: list[str] | None = None,
+    cohort: str | None = None,
+    db: str | None = None,
+) -> Report:
+    """Read the inputs and build the report document of ``kind``.
+
+    ``inputs``: results or grade JSON files, directories of them, attempts databases. With no input,
+    candidate and cohort reports read the default attempts database (or ``db``).
+    """
+    from assessor.reports import documents
+
+    if kind not in KINDS:
+        raise InputError(f"unknown report {kind!r} (reports: {', '.join(KINDS)})")
+    read = documents.read_inputs(inputs)
+    if kind == "fleet":
+        if read.records or read.databases:
+            raise InputError("a fleet report reads results documents (`gpulab assess --json FILE`), not grades")
+        if not read.results:
+            raise InputError("a fleet report needs results: gpulab report fleet RESULTS.json|DIR ...")
+        from assessor.reports import fleet
+
+        return Report(kind, fleet.build(read.results), read.results)
+    if read.results:
+        raise InputError(f"a {kind} report reads grades or the attempts database, not check results")
+    records = list(read.records)
+    databases: list[Path | None] = list(read.databases)
+    if db is not None:
+        databases.append(Path(db))
+    if not inputs and db is None:
+        databases.append(None)  # the default attempts database
+    for path in databases:
+        records += documents.records_from_db(path, candidates, cohort)
+    if candidates:  # grade files may hold other people too
+        records = [r for r in records if r.candidate in set(candidates)]
+    from assessor.labs import levels
+    from assessor.labs.loader import load_catalogue
+
+    catalogue = load_catalogue()
+    rules = levels.load_rules(catalogue.root)
+    if kind == "candidate":
+        names = sorted({r.candidate for r in records})
+        who = candidates[0] if candidates else (names[0] if len(names) == 1 else None)
+        if who is None:
+            raise InputError(
+                "a candidate report is about one person: give --candidate NAME"
+                + (f" (these inputs hold {', '.join(names[:5])}{' ...' if len(names) > 5 else ''})" if names else "")
+            )
+        if candidates and len(candidates) > 1:
+            raise InputError(
+                "a candidate report is about one person: give --candidate once (a cohort report takes several)"
+            )
+        from assessor.reports import candidate
+
+        return Report(kind, candidate.build(who, records, catalogue, rules))
+    from assessor.reports import cohort as cohort_report
+
+    name = cohort or "cohort"
+    return Report(kind, cohort_report.build(name, records, catalogue, rules, candidates=candidates))
+
+
+def write(report: Report, fmt: str, out: str | None) -> str:
+    """Render the report in ``fmt``; write it to ``out`` (returned) or return the text when ``out`` is None."""
+    from assessor.reports import render
+
+    text = render.render(report.document, fmt, results=report.results)
+    if out is None:
+        return text
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return str(path)
+
+
+def format_for(out: str | None) -> str:
+    """The format an output file's suffix asks for (``.md``, ``.csv``, ``.xml``, ``.json``), else html."""
+    suffix = Path(out).suffix.lower() if out else ""
+    return {".md": "md", ".markdown": "md", ".csv": "csv", ".xml": "junit", ".json": "json"}.get(suffix, "html")
+
+
+def read_candidates(path: str) -> list[str]:
+    """A candidate list file: one name per line; blank lines and # comments ignored."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]

@@ -1,0 +1,204 @@
+"""The candidate report document (gpulab.candidate/1): levels explained, labs attempted, next steps."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from assessor.reports.documents import SCHEMA_IDS, AttemptRecord, validate
+
+
+def best_of(records: Sequence[AttemptRecord]) -> AttemptRecord:
+    """The attempt that counts: a pass beats a fail, then the higher score, then the earlier one."""
+    ordered = sorted(records, key=lambda r: r.graded_at)
+    top = ordered[0]
+    for r in ordered[1:]:
+        if (r.passed, r.percent) > (top.passed, top.percent):
+            top = r
+    return top
+
+
+def latest_of(records: Sequence[AttemptRecord]) -> AttemptRecord:
+    return max(records, key=lambda r: r.graded_at)
+
+
+def by_lab(records: Sequence[AttemptRecord]) -> dict[str, list[AttemptRecord]]:
+    out: dict[str, list[AttemptRecord]] = {}
+    for r in records:
+        out.setdefault(r.lab_id, []).append(r)
+    return out
+
+
+def lab_flags(records: Sequence[AttemptRecord]) -> list[str]:
+    """What an instructor should look at for one lab: the graders' flags, and attempts from several machines."""
+    flags: dict[str, None] = {}
+    for r in records:
+        for f in r.flags:
+            flags[f] = None
+    machines = {r.machine: r.host or r.machine for r in records if r.machine}
+    if len(machines) > 1:
+        flags[f"attempts from {len(machines)} machines: {', '.join(sorted(machines.values()))}"] = None
+    return list(flags)
+
+
+def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
+    keep = (
+        "check",
+        "status",
+        "message",
+        "points",
+        "earned",
+        "credit",
+        "hint",
+        "observed",
+        "expected",
+        "note",
+        "check_hint",
+    )
+    return {
+        "graded_at": r.graded_at,
+        "started_at": r.started_at,
+        "elapsed_min": r.elapsed_min,
+        "percent": r.percent,
+        "passed": r.passed,
+        "late": r.late,
+        "host": r.host,
+        "checks": [{k: c[k] for k in keep if k in c} for c in r.checks],
+    }
+
+
+def passed_labs(records: Sequence[AttemptRecord], known: set[str]) -> set[str]:
+    return {lab for lab, rs in by_lab(records).items() if lab in known and best_of(rs).passed}
+
+
+def certifications(rules: Any, levels: Any) -> list[dict[str, Any]]:
+    """How much of each exam's blueprint the candidate's levels cover (certifications.yaml says which level)."""
+    from assessor import yamlio
+    from assessor.labs.levels import BLUEPRINTS, data_file
+    from assessor.reports.content import load_data
+
+    spec = load_data("certifications.yaml")
+    share = Fraction(str(spec.get("share", "2/3")))
+    titles = {
+        e: (d or {}).get("title", e) for e, d in (yamlio.load(data_file(BLUEPRINTS)).data.get("exams") or {}).items()
+    }
+    present = set(levels.weights)
+    out: list[dict[str, Any]] = []
+    for entry in spec.get("exams") or []:
+        exam, need = str(entry["exam"]), int(entry["level"])
+        weights = rules.blueprints.exams.get(exam)
+        if weights is None:
+            continue
+        total, covered, missing = Fraction(0), Fraction(0), []
+        for name, weight in weights.items():
+            key = f"{exam}: {name}"
+            trainers = [d for d in present if key in rules.trains.get(d, ())]
+            if not trainers:
+                continue  # no lab trains it: neither helps nor hurts
+            total += weight
+            if any(levels.domains[d].level >= need for d in trainers):
+                covered += weight
+            else:
+                missing.append(f"{name} ({', '.join(sorted(trainers))} to level {need})")
+        coverage = covered / total if total else Fraction(0)
+        out.append(
+            {
+                "exam": exam,
+                "title": str(titles.get(exam, exam)),
+                "level": need,
+                "coverage_pct": round(float(coverage) * 100, 1),
+                "needed_pct": round(float(share) * 100, 1),
+                "fits": total > 0 and coverage >= share,
+                "missing": missing,
+            }
+        )
+    return out
+
+
+def build(
+    candidate: str,
+    records: Sequence[AttemptRecord],
+    catalogue: Any,
+    rules: Any,
+    *,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """The candidate report document, validated."""
+    from assessor.labs import levels as level_rule
+    from assessor.labs.model import DOMAINS, LEVEL_NAMES
+
+    mine = [r for r in records if r.candidate == candidate]
+    labs = {x.id: x for x in catalogue.labs}
+    passed = passed_labs(mine, set(labs))
+    levels = level_rule.compute(rules, catalogue.labs, passed)
+    domains: list[dict[str, Any]] = []
+    for d in DOMAINS:
+        v = levels.domains[d]
+        domains.append(
+            {
+                "domain": d,
+                "level": v.level,
+                "name": v.name,
+                "explanation": v.explanation,
+                "weight_pct": round(float(levels.weights.get(d, 0)) * 100, 1),
+                "labs": sum(t.total for t in v.tallies),
+            }
+        )
+    order = {d: i for i, d in enumerate(DOMAINS)}
+    attempted: list[dict[str, Any]] = []
+    for lab_id, rs in by_lab(mine).items():
+        lab = labs.get(lab_id)
+        domain = lab.domain if lab else (rs[0].domain or "unknown")
+        level = lab.level if lab else (rs[0].level or 0)
+        hints = [r.hints_used for r in rs if r.hints_used is not None]
+        best = best_of(rs)
+        attempted.append(
+            {
+                "lab": lab_id,
+                "title": lab.title if lab else "(not in this catalogue)",
+                "domain": domain,
+                "level": level,
+                "attempts": len(rs),
+                "passed": best.passed,
+                "best": _attempt_json(best),
+                "latest": _attempt_json(latest_of(rs)),
+                "time_limit_min": lab.time_limit_min if lab else None,
+                "hints_used": max(hints) if hints else None,
+                "flags": lab_flags(rs),
+            }
+        )
+    attempted.sort(key=lambda e: (order.get(e["domain"], 99), e["level"], e["lab"]))
+    steps = []
+    for d in DOMAINS:
+        v = levels.domains[d]
+        blocker = next((t for t in v.tallies if not t.met), None)
+        if blocker is None:
+            continue
+        steps.append(
+            {
+                "domain": d,
+                "level": v.level,
+                "target_level": blocker.level,
+                "target_name": LEVEL_NAMES[blocker.level],
+                "needed": blocker.needed - len(blocker.passed),
+                "labs": [{"lab": i, "title": labs[i].title if i in labs else i} for i in blocker.open],
+            }
+        )
+    certs = certifications(rules, levels)
+    fitting = [c for c in certs if c["fits"]]
+    doc = {
+        "schema": SCHEMA_IDS["candidate"],
+        "candidate": candidate,
+        "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
+        "domains": domains,
+        "overall": {"level": levels.overall, "name": levels.overall_name, "explanation": levels.explanation},
+        "rule": levels.rule,
+        "labs": attempted,
+        "next_steps": steps,
+        "certifications": certs,
+        "recommended_certification": max(fitting, key=lambda c: c["level"])["exam"] if fitting else None,
+        "flags": sorted({f"{e['lab']}: {f}" for e in attempted for f in e["flags"]}),
+    }
+    return validate(doc, "candidate")

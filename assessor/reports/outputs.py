@@ -1,0 +1,53 @@
+"""The files ``gpulab assess`` writes beside its terminal table: results JSON, JUnit XML, Markdown summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assessor.errors import InputError
+
+
+def _write(path: str, text: str) -> str:
+    target = Path(path)
+    try:
+        if target.parent != Path(""):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a" if path == "/dev/stdout" else "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return str(target)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """A Markdown summary of a results document that fits a GitHub Actions job summary: counts,
+    failures with their hints, the full table collapsed in <details>."""
+    from assessor.reports import fleet, render
+
+    return render.render(fleet.build([doc]), "md")
+
+
+def write_all(
+    doc: dict[str, Any],
+    *,
+    json_file: str | None = None,
+    junit_file: str | None = None,
+    markdown_file: str | None = None,
+) -> list[str]:
+    """Write each output asked for from one results document (validated first); the paths written."""
+    from assessor.reports import junit
+    from assessor.reports.documents import validate
+
+    if not (json_file or junit_file or markdown_file):
+        return []
+    validate(doc, "results")
+    written = []
+    if json_file:
+        written.append(_write(json_file, json.dumps(doc, indent=2, ensure_ascii=False) + "\n"))
+    if junit_file:
+        written.append(_write(junit_file, junit.render(doc)))
+    if markdown_file:
+        written.append(_write(markdown_file, markdown(doc)))
+    return written

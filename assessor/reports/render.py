@@ -1,0 +1,175 @@
+"""Render a validated document in a format: HTML and Markdown through the Jinja2 templates in
+``reports/templates/``, CSV through the csv module, JUnit through :mod:`assessor.reports.junit`, JSON as is.
+
+Every value a template prints passes through the format's neutraliser (``finalize``): HTML autoescapes and
+shows control characters as escapes; Markdown escapes pipes, HTML and emphasis. A template cannot forget.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from assessor import neutralise as safe
+from assessor.errors import InputError
+from assessor.reports.documents import kind_of, validate
+
+FORMATS = ("html", "md", "csv", "junit", "json")
+SUFFIX = {"html": ".html", "md": ".md", "csv": ".csv", "junit": ".xml", "json": ".json"}
+
+
+def _html_finalize(value: Any) -> Any:
+    from markupsafe import Markup
+
+    if value is None:
+        return ""
+    if isinstance(value, Markup):
+        return value
+    if isinstance(value, str):
+        return safe.visible(value)
+    return value
+
+
+def _md_finalize(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return safe.md(value)
+
+
+def _json_text(value: Any) -> str:
+    """Observed and expected values as compact JSON, never Python's repr."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
+
+
+def _when(value: Any) -> str:
+    """An ISO 8601 time as "2026-11-07 14:09 UTC" (as given when it is not one)."""
+    import datetime as dt
+
+    if not value:
+        return ""
+    try:
+        t = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if t.tzinfo is not None:
+        t = t.astimezone(dt.UTC)
+    return t.strftime("%Y-%m-%d %H:%M") + (" UTC" if t.tzinfo is not None else "")
+
+
+def _num(value: Any) -> str:
+    return "" if value is None else f"{float(value):g}"
+
+
+def _pct(value: Any) -> str:
+    return "" if value is None else f"{float(value):g} %"
+
+
+def _lines(values: Any) -> Any:
+    """Several lines of data (evidence) as one HTML-escaped block, line feeds kept."""
+    from markupsafe import Markup, escape
+
+    return Markup("\n").join(escape(safe.visible(v)) for v in values)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = _json_text(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@cache
+def environment(fmt: str) -> Any:
+    """The Jinja2 environment of a format (html or md), loading from the report templates folder."""
+    import jinja2
+
+    from assessor.reports.content import templates_dir
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=fmt == "html",
+        finalize=_html_finalize if fmt == "html" else _md_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["json"] = _json_text
+    env.filters["short"] = _short
+    env.filters["pct"] = _pct
+    env.filters["num"] = _num
+    env.filters["when"] = _when
+    if fmt == "html":
+        env.filters["lines"] = _lines
+    env.globals["level_names"] = {
+        0: "not yet Foundation",
+        1: "Foundation",
+        2: "Operational",
+        3: "Professional",
+        4: "Expert",
+        5: "Architect",
+    }
+    return env
+
+
+def render(doc: dict[str, Any], fmt: str, *, results: list[dict[str, Any]] | None = None) -> str:
+    """The document in ``fmt``. JUnit renders the results documents a fleet document was made from."""
+    kind = kind_of(doc)
+    if kind is None:
+        raise InputError("not a gpulab document")
+    validate(doc, kind)
+    if fmt == "json":
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        from assessor.reports import csvout
+
+        return csvout.render(doc)
+    if fmt == "junit":
+        from assessor.reports import junit
+
+        if kind == "results":
+            return junit.render(doc)
+        if kind == "fleet" and results is not None:
+            return junit.render(merge_results(results))
+        raise InputError(f"--format junit is for fleet reports (check results), not {kind} reports")
+    if fmt not in ("html", "md"):
+        raise InputError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    name = "fleet" if kind == "results" else kind
+    if kind == "results":
+        from assessor.reports import fleet
+
+        doc = fleet.build([doc])
+    template = environment(fmt).get_template(f"{name}.{fmt}.j2")
+    return str(template.render(doc=doc))
+
+
+def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several results documents as one (targets in order; summary recounted), validated."""
+    if len(results) == 1:
+        return results[0]
+    from assessor.checks.result import STATUSES
+
+    targets = [t for d in results for t in d["targets"]]
+    summary: dict[str, int] = {
+        "hosts": len(targets),
+        "unreachable": sum(1 for t in targets if t.get("error")),
+        "failing_hosts": sum(
+            1 for t in targets if not t.get("error") and any(r["status"] in ("fail", "error") for r in t["results"])
+        ),
+        **{s: sum(1 for t in targets for r in t["results"] if r["status"] == s) for s in STATUSES},
+        "total": sum(len(t["results"]) for t in targets),
+    }
+    profiles = sorted({str(d["profile"]) for d in results if d.get("profile")})
+    doc: dict[str, Any] = {"schema": results[0]["schema"]}
+    if profiles:
+        doc["profile"] = ", ".join(profiles)
+    doc["summary"] = summary
+    doc["targets"] = targets
+    return validate(doc, "results")
