@@ -650,3 +650,68 @@ def test_xml_of_565_has_the_split_sram_counts_and_still_parses() -> None:
     assert faulted_gpus is not None
     faulted = faulted_gpus[0]
     assert (faulted.ecc_volatile_uncorrected, faulted.ecc_aggregate_uncorrected) == (3, 3)
+
+
+# ---------------------------------------------------------------- nvlink
+
+
+def _line_shape(line: str) -> str:
+    """A line with its numbers and UUIDs replaced: what must match between a capture and the simulator."""
+    import re
+
+    line = re.sub(r"\(UUID: [^)]*\)", "(UUID: U)", line)
+    line = re.sub(r"NVIDIA [^(]*\(", "NAME (", line)
+    return re.sub(r"\d+(?:\.\d+)?", "9", line)
+
+
+def test_nvlink_status_prints_one_line_per_link_as_a_captured_a100_does() -> None:
+    out = smi(fresh("dgx-a100"), "nvlink", "-s", "-i", "0")
+    captured = read_corpus("nvidia_smi_nvlink/01_a100_sxm4_80gb_nvlink_s_12_links_25GBs.txt").splitlines()[:13]
+    assert out.exit_code == 0
+    assert out.stdout.splitlines()[1] == captured[1] == "\t Link 0: 25 GB/s"
+    assert [_line_shape(x) for x in out.stdout.splitlines()] == [_line_shape(x) for x in captured]
+
+
+def test_nvlink_status_shows_a_down_link_as_inactive_and_h100_speed_with_decimals() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[3].nvlinks[4].active = False
+    out = smi(session, "nvlink", "--status", "-i", "3")
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-")
+    assert lines[1] == "\t Link 0: 26.562 GB/s"
+    assert lines[5] == "\t Link 4: <inactive>"  # corpus nvidia_smi_nvlink/02 spells a down link so
+    assert len(lines) == 1 + 18
+
+
+def test_nvlink_errors_show_replay_recovery_and_crc_per_link_and_reset_clears_them() -> None:
+    session = fresh("hgx-h100")
+    link = state_of(session).gpus[0].nvlinks[1]
+    link.errors.update(replay=5, crc_flit=2, crc_data=1)
+    lines = smi(session, "nvlink", "-e", "-i", "0").stdout.splitlines()
+    captured = read_corpus("nvidia_smi_nvlink/03_h100_nvlink_e_replay_recovery_crc.txt").splitlines()
+    assert [_line_shape(x) for x in lines[:8]] == [_line_shape(x) for x in captured[:8]]
+    assert lines[5:8] == ["\t Link 1: Replay Errors: 5", "\t Link 1: Recovery Errors: 0", "\t Link 1: CRC Errors: 3"]
+    assert smi(session, "nvlink", "-re").exit_code == 0
+    assert "\t Link 1: Replay Errors: 0" in smi(session, "nvlink", "-e", "-i", "0").stdout
+
+
+def test_nvlink_reset_of_error_counters_needs_root() -> None:
+    out = smi(fresh("hgx-h100", euid=1000), "nvlink", "-re")
+    assert out.exit_code == 4 and "Insufficient Permissions" in out.stdout
+
+
+def test_nvlink_deprecated_counter_reset_says_so_and_unknown_options_are_refused() -> None:
+    assert smi(fresh("hgx-h100"), "nvlink", "-r", "0").stdout == "Resetting counters is deprecated!\n"
+    assert "Invalid combination" in smi(fresh("hgx-h100"), "nvlink", "--bogus").stdout
+    assert "[-re | --reseterrorcounters]" in smi(fresh("hgx-h100"), "nvlink", "-h").stdout
+
+
+def test_nvlink_on_a_gpu_without_nvlink_prints_only_the_gpu_line() -> None:
+    out = smi(fresh("pcie-l40s"), "nvlink", "-s", "-i", "0")
+    assert out.exit_code == 0 and out.stdout.splitlines() == [out.stdout.splitlines()[0]]
+    assert out.stdout.startswith("GPU 0: NVIDIA L40S (UUID: ")
+
+
+def test_nvidia_smi_prints_its_help_for_h_whatever_else_is_on_the_line() -> None:
+    out = smi(fresh("dgx-a100"), "-r", "-h")
+    assert out.exit_code == 0 and out.stdout.startswith("NVIDIA System Management Interface -- v535.129.03")

@@ -87,6 +87,7 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
   TOPOLOGY AND MIG:
 
     topo -m                     Display the GPUDirect communication matrix for the system.
+    nvlink                      Display NvLink information (nvidia-smi nvlink -h).
     mig                         Multi Instance GPU management (nvidia-smi mig -h).
 """
 
@@ -170,8 +171,11 @@ def _parse(args: list[str]) -> _Args | None:
 
 def main(args: list[str], session: Session) -> ToolResult:
     """Run ``nvidia-smi ARGS`` against the session's node."""
-    if args and args[0] in ("topo", "mig"):
+    if args and args[0] in ("topo", "mig", "nvlink"):
         return _subcommand(args[0], args[1:], session)
+    if "-h" in args or "--help" in args:
+        # nvidia-smi prints its help for -h whatever else is on the line ("nvidia-smi -r -h").
+        return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
     parsed = _parse(args)
     if parsed is None:
         return usage_error()
@@ -210,6 +214,10 @@ def _subcommand(name: str, args: list[str], session: Session) -> ToolResult:
 
         state = session.read()
         return driver_failure(state) or topo(args, state)
+    if name == "nvlink":
+        from assessor.sim.tools.nvidia_smi_nvlink_cmd import nvlink
+
+        return nvlink(args, session)
     from assessor.sim.tools.nvidia_smi_mig_cmd import mig
 
     return mig(args, session)
