@@ -3,6 +3,7 @@ refuses what the real one refuses, with the real messages (corpus/nvml/mig_*.txt
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -715,3 +716,84 @@ def test_nvlink_on_a_gpu_without_nvlink_prints_only_the_gpu_line() -> None:
 def test_nvidia_smi_prints_its_help_for_h_whatever_else_is_on_the_line() -> None:
     out = smi(fresh("dgx-a100"), "-r", "-h")
     assert out.exit_code == 0 and out.stdout.startswith("NVIDIA System Management Interface -- v535.129.03")
+
+
+# ---------------------------------------------------------------- -q -d SECTION
+
+
+def _gpu_block_titles(out: str) -> list[str]:
+    """The one-indent keys and titles under each GPU line of -q text."""
+    return [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
+
+
+def test_query_display_prints_only_the_sections_asked_for_in_nvidia_smi_order() -> None:
+    out = smi(fresh("dgx-a100"), "-q", "-d", "ROW_REMAPPER,ECC", "-i", "0")
+    assert out.exit_code == 0
+    assert "Attached GPUs                             : 8" in out.stdout
+    assert "GPU 00000000:07:00.0" in out.stdout
+    assert _gpu_block_titles(out.stdout) == ["ECC Mode", "ECC Errors", "Remapped Rows"]
+    assert "Product Name" not in out.stdout and "Temperature" not in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("section", "titles"),
+    [
+        ("MEMORY", ["FB Memory Usage", "BAR1 Memory Usage", "Conf Compute Protected Memory Usage"]),
+        ("PERFORMANCE", ["Performance State", "Clocks Event Reasons"]),
+        ("PAGE_RETIREMENT", ["Retired Pages"]),
+        ("TEMPERATURE", ["Temperature"]),
+        ("POWER", ["GPU Power Readings"]),
+        ("CLOCK", ["Clocks", "Max Clocks"]),
+        ("UTILIZATION", ["Utilization"]),
+        ("PIDS", ["Processes"]),
+        ("COMPUTE", ["Compute Mode"]),
+    ],
+)
+def test_query_display_section_names_select_the_sections_real_nvidia_smi_titles_so(
+    section: str, titles: list[str]
+) -> None:
+    out = smi(fresh("hgx-h100"), "-q", "-d", section.lower() if section == "MEMORY" else section, "-i", "0")
+    assert _gpu_block_titles(out.stdout) == titles
+    real = _gpu_block_titles(read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt"))
+    assert all(title in real for title in titles)  # the titles are the 565 capture's
+
+
+def test_query_display_refuses_an_unknown_section_or_d_without_q() -> None:
+    assert "Invalid combination" in smi(fresh("hgx-h100"), "-q", "-d", "ECC,NOPE").stdout
+    assert smi(fresh("hgx-h100"), "-d", "ECC").exit_code == 2
+
+
+def test_query_shows_ecc_mode_pending_apart_from_current() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[2].ecc_mode_pending = False
+    lines = smi(session, "-q", "-d", "ECC", "-i", "2").stdout.splitlines()
+    at = lines.index("    ECC Mode")
+    assert lines[at + 1 : at + 3] == [
+        "        Current                           : Enabled",
+        "        Pending                           : Disabled",
+    ]
+
+
+def test_query_bar1_inforom_board_and_module_id_match_the_565_h100_capture() -> None:
+    out = smi(fresh("hgx-h100"), "-q", "-i", "0").stdout
+    real = read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt")
+    for line in (
+        "    Board ID                              : 0x1800",
+        "        Image Version                     : G520.0200.00.05",
+        "        ECC Object                        : 7.16",
+        "        Total                             : 131072 MiB",
+        "        Gpu                               : 0 %",
+        "        OFA                               : 0 %",
+    ):
+        assert line in real.splitlines()
+        assert line in out.splitlines(), line
+    # The baseboard slot numbering is not the GPU index (the capture's GPU 0 is module 2): only its form.
+    assert re.search(r"^    Platform Info\n(?:        .*\n)*        Module Id +: \d+$", out, flags=re.M)
+
+
+def test_query_on_535_uses_the_535_names_and_a100_bar1() -> None:
+    out = smi(fresh("dgx-a100"), "-q", "-i", "0").stdout.splitlines()
+    assert "    Clocks Throttle Reasons" in out  # renamed "Clocks Event Reasons" in R550+
+    assert any(line.startswith("    Module ID") for line in out)
+    at = out.index("    BAR1 Memory Usage")
+    assert out[at + 1] == "        Total                             : 65536 MiB"

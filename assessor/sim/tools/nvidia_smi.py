@@ -40,6 +40,7 @@ from assessor.sim.tools.nvidia_smi_common import (
     visible,
 )
 from assessor.sim.tools.nvidia_smi_query import (
+    display_sections,
     field_of,
     memory_free_mib,
     mig_uuid,
@@ -75,6 +76,16 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -q,   --query               Display GPU or Unit info.
     -i,   --id=                 Target a specific GPU.
     -x,   --xml-format          Produce XML output.
+    -d,   --display=            Display only selected information: MEMORY,
+                                    UTILIZATION, ECC, TEMPERATURE, POWER, CLOCK,
+                                    COMPUTE, PIDS, PERFORMANCE, SUPPORTED_CLOCKS,
+                                    PAGE_RETIREMENT, ACCOUNTING, ENCODER_STATS,
+                                    SUPPORTED_GPU_TARGET_TEMP, VOLTAGE, FBC_STATS
+                                    ROW_REMAPPER, RESET_STATUS, GSP_FIRMWARE_VERSION
+                                Flags can be combined with comma e.g. ECC,POWER.
+                                Sampling data with max/min/avg is also returned
+                                for POWER, UTILIZATION and CLOCK display types.
+                                Doesn't work with -u or -x flags.
           --query-gpu=          Information about GPU.
           --format=             Comma separated list of format options: csv, noheader, nounits.
 
@@ -102,6 +113,7 @@ class _Args:
     query_gpu: str | None = None
     fmt: str | None = None
     value: str | None = None  # the argument of -pm / -mig
+    display: str | None = None  # -d: the -q sections to print
 
 
 _VALUE_OPTIONS = {
@@ -151,7 +163,8 @@ def _parse(args: list[str]) -> _Args | None:
                 parsed.query_gpu = value
             elif kind == "format":
                 parsed.fmt = value
-            # -d (sections of -q) is accepted; the simulated -q prints every section it has.
+            elif kind == "display":
+                parsed.display = value
             continue
         if arg in _FLAG_OPTIONS and not eq:
             kind = _FLAG_OPTIONS[arg]
@@ -166,6 +179,8 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if parsed.fmt is not None and parsed.actions != ["query-gpu"]:
         return None
+    if parsed.display is not None and (parsed.actions != ["query"] or display_sections(parsed.display) is None):
+        return None  # -d selects sections of -q, by the names nvidia-smi -h lists
     return parsed
 
 
@@ -195,9 +210,11 @@ def main(args: list[str], session: Session) -> ToolResult:
         out = _query_gpu(state, gpus, parsed)
     elif action == "list":
         out = ToolResult(EXIT_OK, list_gpus(gpus))
+    elif action == "query" and parsed.xml:
+        out = ToolResult(EXIT_OK, render_xml(state, gpus))
     elif action == "query":
-        render = render_xml if parsed.xml else render_text
-        out = ToolResult(EXIT_OK, render(state, gpus))
+        only = display_sections(parsed.display) if parsed.display is not None else None
+        out = ToolResult(EXIT_OK, render_text(state, gpus, only=only))
     else:
         out = ToolResult(EXIT_OK, summary(state, gpus))
     if lost:
