@@ -797,3 +797,68 @@ def test_query_on_535_uses_the_535_names_and_a100_bar1() -> None:
     assert any(line.startswith("    Module ID") for line in out)
     at = out.index("    BAR1 Memory Usage")
     assert out[at + 1] == "        Total                             : 65536 MiB"
+
+
+# ---------------------------------------------------------------- --query-remapped-rows, --query-compute-apps
+
+
+def test_query_remapped_rows_prints_one_row_per_gpu_with_pending_as_0_or_1() -> None:
+    session = fresh("hgx-h100")
+    rows = state_of(session).gpus[1].remapped_rows
+    assert rows is not None
+    rows.pending, rows.uncorrectable = True, 2
+    out = smi(
+        session, "--query-remapped-rows=gpu_bus_id,remapped_rows.uncorrectable,remapped_rows.pending", "--format=csv"
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0] == "gpu_bus_id, remapped_rows.uncorrectable, remapped_rows.pending"
+    assert lines[1] == "00000000:18:00.0, 0, 0"
+    assert lines[2] == "00000000:2A:00.0, 2, 1"
+    assert len(lines) == 1 + 8
+
+
+def test_query_remapped_rows_refuses_a_gpu_field_it_does_not_have() -> None:
+    out = smi(fresh("hgx-h100"), "--query-remapped-rows=memory.total", "--format=csv")
+    assert out.exit_code == 2 and 'Field "memory.total" is not a valid field to query.' in out.stdout
+
+
+def test_query_compute_apps_lists_the_processes_on_the_gpus_or_only_a_header() -> None:
+    session = fresh("hgx-h100")
+    assert smi(session, "--query-compute-apps=pid,used_memory", "--format=csv").stdout == "pid, used_memory [MiB]\n"
+    state_of(session).gpus[3].processes.append(GpuProcess(pid=777, name="python3", used_memory_mib=2048))
+    state_of(session).gpus[4].processes.append(GpuProcess(pid=778, name="Xorg", type="G", used_memory_mib=4))
+    out = smi(session, "--query-compute-apps=pid,process_name,used_gpu_memory,gpu_bus_id", "--format=csv,noheader")
+    assert out.stdout == "777, python3, 2048 MiB, 00000000:5D:00.0\n"
+    only_gpu0 = smi(session, "-i", "0", "--query-compute-apps=pid", "--format=csv,noheader")
+    assert only_gpu0.stdout == ""
+
+
+def test_query_compute_apps_reads_a_node_level_process_list_when_the_state_has_one() -> None:
+    from assessor.sim.tools.nvidia_smi_query import compute_apps
+
+    state = load_fixture("hgx-h100")
+    object.__setattr__(state, "processes", [{"pid": 31, "gpu": 2, "name": "nv-hostengine", "used_memory_mib": 0}])
+    apps = compute_apps(state, state.gpus)
+    assert [(a.gpu.index, a.pid, a.name) for a in apps] == [(2, 31, "nv-hostengine")]
+
+
+@pytest.mark.parametrize(("name", "cap"), [("dgx-a100", "8.0"), ("hgx-h100", "9.0"), ("pcie-l40s", "8.9")])
+def test_query_gpu_compute_cap_is_the_cuda_compute_capability(name: str, cap: str) -> None:
+    out = smi(fresh(name), "-i", "0", "--query-gpu=compute_cap", "--format=csv,noheader")
+    assert out.stdout == f"{cap}\n"
+
+
+def test_query_gpu_fabric_state_and_status_follow_the_fabric() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[0].fabric_state, state_of(session).gpus[0].fabric_status = "In Progress", None
+    out = smi(session, "-i", "0,1", "--query-gpu=fabric.state,fabric.status", "--format=csv,noheader")
+    assert out.stdout == "In Progress, [N/A]\nCompleted, Success\n"
+    pcie = smi(fresh("pcie-l40s"), "-i", "0", "--query-gpu=fabric.state", "--format=csv,noheader")
+    assert pcie.stdout == "[N/A]\n"
+
+
+def test_mig_help_lists_the_mig_options() -> None:
+    out = smi(fresh("dgx-a100"), "mig", "-h")
+    assert out.exit_code == 0
+    for option in ("[-lgip | --list-gpu-instance-profiles]", "[-cgi | --create-gpu-instance]", "[-dci |"):
+        assert option in out.stdout

@@ -40,11 +40,15 @@ from assessor.sim.tools.nvidia_smi_common import (
     visible,
 )
 from assessor.sim.tools.nvidia_smi_query import (
+    REMAPPED_ROW_FIELDS,
+    compute_app_field_known,
     display_sections,
     field_of,
     memory_free_mib,
     mig_uuid,
+    render_compute_apps_csv,
     render_csv,
+    render_remapped_rows_csv,
     render_text,
     render_xml,
     timestamp,
@@ -124,6 +128,8 @@ _VALUE_OPTIONS = {
     "-mig": "mig",
     "--multi-instance-gpu": "mig",
     "--query-gpu": "query-gpu",
+    "--query-remapped-rows": "query-remapped-rows",
+    "--query-compute-apps": "query-compute-apps",
     "--format": "format",
     "-d": "display",
     "--display": "display",
@@ -158,8 +164,8 @@ def _parse(args: list[str]) -> _Args | None:
             elif kind in ("pm", "mig"):
                 parsed.actions.append(kind)
                 parsed.value = value
-            elif kind == "query-gpu":
-                parsed.actions.append("query-gpu")
+            elif kind in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+                parsed.actions.append(kind)
                 parsed.query_gpu = value
             elif kind == "format":
                 parsed.fmt = value
@@ -177,7 +183,11 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
         return None
-    if parsed.fmt is not None and parsed.actions != ["query-gpu"]:
+    if parsed.fmt is not None and parsed.actions[:1] not in (
+        ["query-gpu"],
+        ["query-remapped-rows"],
+        ["query-compute-apps"],
+    ):
         return None
     if parsed.display is not None and (parsed.actions != ["query"] or display_sections(parsed.display) is None):
         return None  # -d selects sections of -q, by the names nvidia-smi -h lists
@@ -206,8 +216,8 @@ def main(args: list[str], session: Session) -> ToolResult:
         return refusal
     lost = lost_lines(chosen)
     gpus = visible(chosen)
-    if action == "query-gpu":
-        out = _query_gpu(state, gpus, parsed)
+    if action in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+        out = _query_gpu(state, gpus, parsed, action)
     elif action == "list":
         out = ToolResult(EXIT_OK, list_gpus(gpus))
     elif action == "query" and parsed.xml:
@@ -240,7 +250,8 @@ def _subcommand(name: str, args: list[str], session: Session) -> ToolResult:
     return mig(args, session)
 
 
-def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args) -> ToolResult:
+def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args, action: str = "query-gpu") -> ToolResult:
+    """``--query-gpu``, ``--query-remapped-rows`` or ``--query-compute-apps`` with ``--format=csv[,...]``."""
     assert parsed.query_gpu is not None
     if parsed.fmt is None:
         return usage_error()
@@ -248,10 +259,20 @@ def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args) -> ToolRes
     if "csv" not in options or any(o not in ("csv", "noheader", "nounits") for o in options):
         return usage_error()
     names = [n for n in parsed.query_gpu.split(",") if n.strip()]
+    known = {
+        "query-gpu": lambda n: field_of(n) is not None,
+        "query-remapped-rows": lambda n: n.strip() in REMAPPED_ROW_FIELDS,
+        "query-compute-apps": compute_app_field_known,
+    }[action]
     for name in names:
-        if field_of(name) is None:
+        if not known(name):
             return result(2, [f'Field "{name.strip()}" is not a valid field to query.', ""])
-    csv = render_csv(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
+    render = {
+        "query-gpu": render_csv,
+        "query-remapped-rows": render_remapped_rows_csv,
+        "query-compute-apps": render_compute_apps_csv,
+    }[action]
+    csv = render(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
     return ToolResult(EXIT_OK, csv)
 
 
