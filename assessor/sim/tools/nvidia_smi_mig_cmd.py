@@ -242,6 +242,11 @@ class DeviceResources:
     jpeg: int
 
 
+# MIG device memory where the driver gives a GI less than -lgip's figure: an A100-SXM4-40GB on R535 shows
+# 19968 MiB for a 3g.20gb (corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt) where an R510 -lgip said 19.62.
+_DEVICE_MEMORY_MIB = {("A100-SXM4-40GB", "3g.20gb"): 19968, ("A100-SXM4-40GB", "4g.20gb"): 19968}
+
+
 def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceState) -> DeviceResources:
     """Memory, BAR1 and engines of a MIG device, from its GI and CI profiles."""
     try:
@@ -249,10 +254,15 @@ def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceSta
         ci_profile = next(c for c in engine.ci_profiles_for(gpu.name, gi.profile_id) if c.id == ci.profile_id)
     except (engine.MigUnsupported, engine.MigError, StopIteration):
         return DeviceResources(0, 0, 0, 0, 0, 0, 0, 0)
-    # BAR1 is split by memory slots: 65535 MiB for a 4-slot GI, 16383 for one slot (corpus H100 NVL table).
+    from assessor.sim.tools.nvidia_smi_query import bar1_total_mib
+
+    # BAR1 is split evenly over the eight memory slots, less 1 MiB: H100 NVL (128 GiB BAR1) 65535 MiB for a
+    # 4-slot GI, A100 40GB (64 GiB) 32767 (corpus nvml/nvidia_smi_mig_devices_H100_NVL.txt, ..._A100_40GB_mig_535).
+    # Memory: -lgip prints GiB cut to two decimals (46.38 for 46.375); the box prints the exact MiB.
+    memory = _DEVICE_MEMORY_MIB.get((gpu.name.removeprefix("NVIDIA "), profile.name))
     return DeviceResources(
-        memory_mib=round(profile.memory_gib * 1024),
-        bar1_mib=gi.size * 16384 - 1,
+        memory_mib=memory if memory is not None else round(round(profile.memory_gib * 8) / 8 * 1024),
+        bar1_mib=gi.size * (bar1_total_mib(gpu) // 8) - 1,
         sm=ci_profile.sm,
         ce=profile.ce,
         enc=profile.enc,

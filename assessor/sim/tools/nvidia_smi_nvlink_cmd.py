@@ -174,6 +174,8 @@ def nvlink(args: list[str], session: Session) -> ToolResult:
         return result(EXIT_NOT_FOUND, [NO_DEVICES])
     lines: list[str] = []
     for gpu in chosen:
+        if not gpu.nvlinks:
+            continue  # a GPU without NVLink prints nothing at all (corpus nvml/..._GB10_580 notes)
         lines.append(f"GPU {gpu.index}: {gpu.name} (UUID: {gpu.uuid})")
         lines += _gpu_lines(parsed.action, _links(gpu, parsed.link))
     return ToolResult(EXIT_OK, text(*lines) if lines else "")
