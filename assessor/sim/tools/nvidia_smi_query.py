@@ -441,6 +441,7 @@ DISPLAY_SECTIONS = frozenset(
         "GSP_FIRMWARE_VERSION",
         "POWER_SMOOTHING",
         "POWER_PROFILES",
+        "PCIE",  # the PCI block: link generation, width, replays (accepted by current drivers, not in -h)
     }
 )
 
@@ -562,7 +563,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(2, "Drain and Reset Recommended", "No")
     t.section("GSP_FIRMWARE_VERSION")
     t.kv(1, "GSP Firmware Version", state.driver.version)
-    t.section(None)
+    t.section("PCIE")
     t.head(1, "PCI")
     domain, bus, devfn = g.bus_id.split(":")
     t.kv(2, "Bus", f"0x{bus}")
@@ -581,6 +582,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(3, "Link Width")
     t.kv(4, "Max", f"{g.pcie_width_max}x")
     t.kv(4, "Current", f"{g.pcie_width_current}x")
+    t.section(None)
     t.kv(1, "Fan Speed", NA)
     t.section("PERFORMANCE")
     t.kv(1, "Performance State", g.performance_state)
