@@ -8,8 +8,6 @@ fault) says, including the values a real Down or unconfigured port shows.
 
 from __future__ import annotations
 
-import hashlib
-
 from assessor.sim.state import IbHcaState, IbPortState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
@@ -96,6 +94,8 @@ def _select(state: NodeState, names: list[str]) -> tuple[list[IbHcaState], str |
 
 def _pid(state: NodeState, salt: str) -> int:
     """A deterministic process id for messages that print one."""
+    import hashlib  # here: OpenSSL's start-up costs every shim call otherwise
+
     return 1000 + int(hashlib.sha256(f"{state.host}:{salt}".encode()).hexdigest()[:6], 16) % 4_000_000
 
 
@@ -585,6 +585,8 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     out.append(" rdma_cm QPs\t : OFF\n")
     out.append(" Data ex. method : Ethernet\n")
     out.append(_RULE)
+    import hashlib
+
     seed = int(hashlib.sha256(f"{state.host}:{hca.name}".encode()).hexdigest()[:8], 16)
     local_lid = port.base_lid
     out.append(

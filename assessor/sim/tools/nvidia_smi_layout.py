@@ -10,19 +10,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
 class TableLayout:
-    """Column widths and fixed lines of the default table for one driver branch."""
+    """Column widths and fixed lines of the default table for one driver branch.
 
-    inner: int  # characters between the outer bars
-    middle: int  # width of the Bus-Id / Memory-Usage cell
-    limit_digits: int  # the power limit's field ("400W" in 535, " 700W" in 550+)
-    pid_width: int
-    header_rule_ends: tuple[str, str]  # first and last character of the rule under the version line
-    mig_memory: int  # width of the MIG devices box's Memory-Usage cell
+    A plain class, not a dataclass: this module is imported by every ``nvidia-smi`` shim call.
+    """
+
+    __slots__ = ("header_rule_ends", "inner", "limit_digits", "middle", "mig_memory", "pid_width")
+
+    def __init__(
+        self,
+        inner: int,  # characters between the outer bars
+        middle: int,  # width of the Bus-Id / Memory-Usage cell
+        limit_digits: int,  # the power limit's field ("400W" in 535, " 700W" in 550+)
+        pid_width: int,
+        header_rule_ends: tuple[str, str],  # first and last character of the rule under the version line
+        mig_memory: int,  # width of the MIG devices box's Memory-Usage cell
+    ) -> None:
+        self.inner = inner
+        self.middle = middle
+        self.limit_digits = limit_digits
+        self.pid_width = pid_width
+        self.header_rule_ends = header_rule_ends
+        self.mig_memory = mig_memory
 
     @property
     def rule(self) -> str:

@@ -7,16 +7,20 @@ where the state says ``None``, and, as the real driver does, report row remappin
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from xml.sax.saxutils import escape
 
 from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState
 from assessor.sim.tools.nvidia_smi_common import enabled
 
 NA = "N/A"
+
+
+def escape(text: str) -> str:
+    """XML character data: ``&``, ``<`` and ``>`` escaped (xml.sax.saxutils pulls in urllib and ssl)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 # State throttle-reason keys in the order nvidia-smi lists them, with their XML tag suffix and -q label.
 _REASONS: list[tuple[str, str, str]] = [
@@ -55,6 +59,8 @@ def throttle_mask(gpu: GpuState) -> int:
 
 def mig_uuid(gpu: GpuState, gi_id: int, ci_id: int) -> str:
     """A deterministic MIG device UUID (MIG-8-4-4-4-12) for a GPU's GI/CI pair."""
+    import hashlib  # here: OpenSSL's start-up costs every shim call otherwise
+
     h = hashlib.sha256(f"{gpu.uuid}:{gi_id}:{ci_id}".encode()).hexdigest()
     return f"MIG-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
