@@ -805,8 +805,11 @@ def test_query_bar1_inforom_board_and_module_id_match_the_565_h100_capture() -> 
 
 
 def test_query_on_535_uses_the_535_names_and_a100_bar1() -> None:
-    out = smi(fresh("dgx-a100"), "-q", "-i", "0").stdout.splitlines()
-    assert "    Clocks Throttle Reasons" in out  # renamed "Clocks Event Reasons" in R550+
+    session = fresh("dgx-a100")
+    out = smi(session, "-q", "-i", "0").stdout.splitlines()
+    assert "    Clocks Event Reasons" in out  # the R535 name (its XML says clocks_event_reasons)
+    state_of(session).driver.version = state_of(session).driver.kernel_module_version = "525.85.12"
+    assert "    Clocks Throttle Reasons" in smi(session, "-q", "-i", "0").stdout.splitlines()
     assert any(line.startswith("    Module ID") for line in out)
     at = out.index("    BAR1 Memory Usage")
     assert out[at + 1] == "        Total                             : 65536 MiB"
@@ -927,3 +930,23 @@ def test_default_table_on_535_is_89_columns_with_a_22_wide_middle_cell() -> None
     assert ours[:7] == theirs[:7]  # rules, the three header lines of the GPU box, the cell rule under GPU 0
     assert ours[-6:] == theirs[-6:]  # the process box, "No running processes found" aside
     assert {len(line) for line in out.splitlines()[1:]} == {89}
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "nvidia_smi_xml/a10g-515-v11.xml",
+        "nvidia_smi_xml/a100-sxm4-40gb-mig-510-v11.xml",
+        "nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml",
+        "nvidia_smi_xml/rtx-3080-595-v13.xml",
+    ],
+)
+def test_query_board_id_is_derived_from_the_bus_id_as_in_real_logs(rel: str) -> None:
+    xml = read_corpus(rel)
+    bus_id = re.search(r"<pci_bus_id>([^<]+)</pci_bus_id>", xml)
+    board = re.search(r"<board_id>([^<]+)</board_id>", xml)
+    assert bus_id and board
+    session = fresh("pcie-l40s")
+    state_of(session).gpus[0].bus_id = bus_id.group(1)
+    full = smi(session, "-q", "-i", "0").stdout.splitlines()
+    assert f"    Board ID                              : {board.group(1).lower()}" in full

@@ -539,8 +539,10 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(1, "Minor Number", NA if g.minor_number is None else g.minor_number)
     t.kv(1, "VBIOS Version", g.vbios)
     t.kv(1, "MultiGPU Board", "No")
-    # Board ID: the PCI bus number shifted left 8 (bus 0x18 -> 0x1800, bus 0x01 -> 0x100 in the captures).
-    t.kv(1, "Board ID", f"0x{int(g.bus_id.split(':')[1], 16) << 8:x}")
+    # Board ID: the PCI bus and device numbers, bus << 8 | device (00000000:18:00.0 -> 0x1800, 00000000:00:1E.0
+    # -> 0x1e in the captures).
+    _, bus_hex, devfn_hex = g.bus_id.split(":")
+    t.kv(1, "Board ID", f"0x{int(bus_hex, 16) << 8 | int(devfn_hex.split('.')[0], 16):x}")
     t.kv(1, "Board Part Number", g.board_part_number or NA)
     t.kv(1, "GPU Part Number", _GPU_PART.get(g.pci_device_id, NA))
     t.kv(1, "FRU Part Number", NA)
@@ -592,7 +594,8 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(1, "Fan Speed", NA)
     t.section("PERFORMANCE")
     t.kv(1, "Performance State", g.performance_state)
-    t.head(1, "Clocks Event Reasons" if new_layout else "Clocks Throttle Reasons")
+    # Renamed in R535 (corpus nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml: clocks_event_reasons).
+    t.head(1, "Clocks Event Reasons" if _driver_major(state) >= 535 else "Clocks Throttle Reasons")
     for key, _tag, label in _REASONS:
         depth = 3 if key in ("hw_thermal_slowdown", "hw_power_brake_slowdown") else 2
         t.kv(depth, label, "Active" if key in g.throttle_reasons else "Not Active")
