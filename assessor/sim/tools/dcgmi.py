@@ -1,4 +1,4 @@
-"""Simulated ``dcgmi diag -r 1|2|3`` (and ``dcgmi discovery -l``).
+"""Simulated ``dcgmi diag -r 1|2|3``, ``dcgmi discovery -l``, ``dcgmi -v`` (``dcgmi health``: :mod:`.dcgmi_health`).
 
 The results come from the node state: a GPU with a pending or failed row remap, uncorrectable ECC
 errors, a GPU that fell off the bus, NVLinks down, a degraded PCIe link, persistence off, a driver

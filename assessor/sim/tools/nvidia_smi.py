@@ -1,8 +1,10 @@
 """The simulated ``nvidia-smi``: what the real one prints and refuses, read from and written to a node state.
 
-Covered: the default table, ``-L``, ``-q``, ``-q -x``, ``--query-gpu=... --format=csv[,noheader][,nounits]``,
-``-i`` (index, bus id or UUID, comma lists), ``-pm``, ``-r``/``--gpu-reset``, ``-mig``, ``topo -m`` and the
-``mig`` sub-commands (:mod:`.nvidia_smi_mig_cmd`). A broken driver answers every command with the real
+Covered: the default table in the layout of the driver branch (:mod:`.nvidia_smi_layout`), ``-L``, ``-q``
+(and ``-d SECTION,...``), ``-q -x``, ``--query-gpu=``/``--query-remapped-rows=``/``--query-compute-apps=`` with
+``--format=csv[,noheader][,nounits]``, ``-i`` (index, bus id or UUID, comma lists), ``-pm``, ``-r``/``--gpu-reset``,
+``-mig``, ``topo -m``, ``nvlink`` (:mod:`.nvidia_smi_nvlink_cmd`) and the ``mig`` sub-commands
+(:mod:`.nvidia_smi_mig_cmd`). A broken driver answers every command with the real
 message (:func:`.nvidia_smi_common.driver_failure`).
 
 State changes go through :meth:`Session.update`, so two shims run at once never lose one another's change.
