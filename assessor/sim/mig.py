@@ -121,7 +121,8 @@ _MODELS: dict[str, dict[str, Any]] = {
         ],
     },
     "H200": {
-        # NVIDIA/mig-parted#120: -lgip of an HGX H200 (device id 0x233510DE); corpus nvml/mig_lgip_H200_excerpt.txt.
+        # NVIDIA/mig-parted#120: -lgip of an HGX H200 (device id 0x233510DE);
+        # corpus nvml/lgip_H200_excerpt_cut_mid_row.txt.
         # Memory as captured: 16.00, 32.25, 69.50 and 139.75 GiB. The 2g.35gb row is not in the excerpt; it has
         # 1g.35gb's two memory slots, so its memory is that row's (as on every other model).
         "gi_id_order": "high-first",  # no H200 -cgi capture; the numbering R510+ drivers mostly show
