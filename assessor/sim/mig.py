@@ -121,18 +121,19 @@ _MODELS: dict[str, dict[str, Any]] = {
         ],
     },
     "H200": {
-        # A published H200 -lgip excerpt (R570 layout) gives 1g.18gb, 1g.18gb+me, 2g.35gb and 7g.141gb.
-        # Not captured, so estimated: 1g.35gb as 2g.35gb's memory, 3g/4g memory from the H100 NVL ratio;
-        # SM and units as H100 SXM, which the guide's H200 table matches.
-        "gi_id_order": "high-first",  # no H200 capture; the numbering R510+ drivers mostly show
+        # NVIDIA/mig-parted#120: -lgip of an HGX H200 (device id 0x233510DE);
+        # corpus nvml/lgip_H200_excerpt_cut_mid_row.txt.
+        # Memory as captured: 16.00, 32.25, 69.50 and 139.75 GiB. The 2g.35gb row is not in the excerpt; it has
+        # 1g.35gb's two memory slots, so its memory is that row's (as on every other model).
+        "gi_id_order": "high-first",  # no H200 -cgi capture; the numbering R510+ drivers mostly show
         "profiles": [
             (19, "1g.18gb", 16.00, 16, 1, 0, 1, 1, 0),
             (20, "1g.18gb+me", 16.00, 16, 1, 0, 1, 1, 1),
-            (15, "1g.35gb", 32.50, 26, 1, 0, 1, 1, 0),
-            (14, "2g.35gb", 32.50, 32, 2, 0, 2, 2, 0),
-            (9, "3g.71gb", 69.75, 60, 3, 0, 3, 3, 0),
-            (5, "4g.71gb", 69.75, 64, 4, 0, 4, 4, 0),
-            (0, "7g.141gb", 140.00, 132, 7, 0, 8, 7, 1),
+            (15, "1g.35gb", 32.25, 26, 1, 0, 1, 1, 0),
+            (14, "2g.35gb", 32.25, 32, 2, 0, 2, 2, 0),
+            (9, "3g.71gb", 69.50, 60, 3, 0, 3, 3, 0),
+            (5, "4g.71gb", 69.50, 64, 4, 0, 4, 4, 0),
+            (0, "7g.141gb", 139.75, 132, 7, 0, 8, 7, 1),
         ],
     },
 }

@@ -9,6 +9,7 @@ from assessor.parsers import parse
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
+from tests.conftest import read_corpus
 
 SOFTWARE = [
     "Denylist",
@@ -56,8 +57,37 @@ def test_medium_run_leaves_the_long_tests_out() -> None:
     assert not {"Targeted Stress", "Targeted Power", "Memory Bandwidth"} & set(results)
 
 
-def test_long_run_passes_everything_on_a_healthy_node(h100: NodeState) -> None:
-    assert {t.result for t in diag(h100, "long").tests} == {"Pass"}
+def test_long_run_passes_everything_on_a_healthy_node_and_skips_the_uninstalled_eud(h100: NodeState) -> None:
+    results = {t.name: t.result for t in diag(h100, "long").tests}
+    assert results.pop("EUD Test") == "Skip"  # the EUD package is not on the node (corpus dcgmi_diag/05)
+    assert set(results.values()) == {"Pass"}
+
+
+def _sections_and_tests(text: str) -> list[str]:
+    """Section headers and test names of a DCGM 3.x table, in order (no values, no wrapped rows)."""
+    out = []
+    for line in text.splitlines():
+        if "-----  " in line:
+            out.append("== " + line.split("-----  ")[1].split("  ")[0])
+        elif line.startswith("| ") and not line.startswith("|  ") and line[2:27].strip() not in ("Info", "Warning"):
+            out.append(line[2:27].strip())
+    return out
+
+
+@pytest.mark.parametrize(
+    ("level", "rel"),
+    [
+        ("2", "dcgmi_diag/04_dcgm3.3.9_r2_v_empty_stress_header.txt"),
+        ("3", "dcgmi_diag/05_dcgm3.3.9_r3_hardware_diagnostic_eud_skip.txt"),
+    ],
+)
+def test_medium_and_long_runs_have_the_sections_and_rows_of_dcgm_3_3(level: str, rel: str) -> None:
+    out = run_tool(["dcgmi", "diag", "-r", level], Session(state=load_fixture("dgx-a100"))).stdout
+    real = read_corpus(rel).split("\n", 1)[1]  # without the "$ command" line
+    assert _sections_and_tests(out) == _sections_and_tests(real)
+    assert {len(line) for line in out.splitlines()[1:]} == {len(line) for line in real.splitlines()[1:]} == {78}
+    if level == "2":  # the empty Stress header right before the closing rule
+        assert out.splitlines()[-2].startswith("+-----  Stress  ") and out.splitlines()[-1].startswith("+----")
 
 
 def test_pending_row_remap_fails_the_deployment_check_naming_the_gpu(h100: NodeState) -> None:
@@ -152,3 +182,57 @@ def test_device_ids_of_eight_gpus_fit_one_row_comma_joined_like_dcgm_3_3(h100: N
     assert rows == ["| GPU Device IDs Detected   | 2330,2330,2330,2330,2330,2330,2330,2330        |"]
     following = out.splitlines()[out.splitlines().index(rows[0]) + 1]
     assert following.startswith("|-----  Deployment")
+
+
+# ---------------------------------------------------------------- discovery, health, -v
+
+
+def dcgmi(state: NodeState, *args: str) -> str:
+    result = run_tool(["dcgmi", *args], Session(state=state))
+    assert result.exit_code == 0, result.stdout
+    return result.stdout
+
+
+def test_discovery_lists_gpus_nvswitches_and_cpus_in_dcgm_3_3_boxes(h100: NodeState) -> None:
+    out = dcgmi(h100, "discovery", "-l").splitlines()
+    real = read_corpus("dcgmi_discovery/01_dcgm3.3.9_one_gpu_no_nvswitch_no_cpu.txt").splitlines()
+    assert out[0] == "8 GPUs found."
+    widths = {len(line) for line in real if line.startswith(("|", "+"))}
+    assert {len(line) for line in out if line.startswith(("|", "+"))} == widths == {81, 13}  # 13: Switch ID box
+    assert out[1:4] == real[1:4]
+    at = out.index("4 NvSwitches found.")
+    assert out[at + 1 : at + 4] == real[real.index("0 NvSwitches found.") + 1 :][:3]
+    assert out[at + 4 : at + 8] == ["| 0         |", "| 1         |", "| 2         |", "| 3         |"]
+    assert out[-5:] == real[-5:]  # "0 CPUs found." and its empty box
+
+
+def test_discovery_on_a_pcie_node_finds_no_nvswitch() -> None:
+    assert "0 NvSwitches found." in dcgmi(load_fixture("pcie-l40s"), "discovery", "-l")
+
+
+def test_health_check_reports_healthy_then_the_incidents_the_state_holds(h100: NodeState) -> None:
+    healthy = dcgmi(h100, "health", "-c").splitlines()
+    assert healthy[1] == "| Health Monitor Report".ljust(87) + "|"
+    assert healthy[3] == "| Overall Health            | Healthy".ljust(87) + "|"
+    assert {len(line) for line in healthy} == {88}  # DcgmiOutputTree(28, 60)
+    h100.gpus[2].ecc.volatile_uncorrected = 2
+    h100.gpus[2].nvlinks[3].active = False
+    sick = dcgmi(h100, "health", "-g", "0", "-c").splitlines()
+    assert sick[3].startswith("| Overall Health            | Failure")
+    assert sick[5].startswith("| -> 2                      | Failure")
+    assert sick[6].startswith("|    -> Errors              |")
+    assert any("-> NVLINK system" in line for line in sick)
+    assert any("GPU 2's NvLink link 3 is currently down" in line for line in sick)
+
+
+def test_health_set_accepts_dcgm_system_letters_and_refuses_others(h100: NodeState) -> None:
+    assert dcgmi(h100, "health", "-s", "mpi") == "Health monitor systems set successfully.\n"
+    assert run_tool(["dcgmi", "health", "-s", "xyz"], Session(state=h100)).exit_code != 0
+    assert "| NVLINK          | On" in dcgmi(h100, "health", "-f")
+
+
+def test_version_shows_the_host_engine_only_while_it_runs(h100: NodeState) -> None:
+    assert "Hostengine build info:" in dcgmi(h100, "-v")
+    h100.services["nvidia-dcgm.service"].active_state = "inactive"
+    out = dcgmi(h100, "-v")
+    assert out.startswith("Version : 3.3.8\n") and "Hostengine build info:" not in out

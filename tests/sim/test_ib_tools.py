@@ -13,6 +13,7 @@ from assessor.parsers import parse
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool
+from tests.conftest import read_corpus
 
 
 def run(state: NodeState, *argv: str, **session: object) -> ToolResult:
@@ -189,3 +190,52 @@ def test_ib_write_bw_mb_per_sec_is_mib_like_perftest(h100: NodeState, corpus: Pa
     for line in (row for row in out if re.match(r"\s+\d+\s+5000\s", row)):
         size, _, _, average, rate = line.split()
         assert abs(int(size) * float(rate) * 1e6 / 2**20 - float(average)) <= 0.01 * float(average) + 0.01
+
+
+# ---- ibstat CA PORT, ibv_devinfo -v, ibdev2netdev --------------------------------------------------
+
+
+def test_ibstat_with_a_port_prints_the_ca_line_and_only_that_port_unindented(h100: NodeState) -> None:
+    # infiniband-diags ibstat.c: ca_stat() prints "CA: 'name'" then port_dump(port, alone=1), no tabs.
+    out = run(h100, "ibstat", "mlx5_3", "1")
+    assert out.exit_code == 0
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["CA: 'mlx5_3'", "Port 1:", "State: Active"]
+    assert "Link layer: InfiniBand" in lines and not any(line.startswith("\t") for line in lines)
+    assert "CA type" not in out.stdout and "mlx5_4" not in out.stdout
+
+
+def test_ibstat_with_a_port_the_ca_lacks_warns_and_panics(h100: NodeState) -> None:
+    out = run(h100, "ibstat", "mlx5_0", "2")
+    assert out.exit_code == 255 and out.stdout == ""
+    assert "has no port number 2 - max (1)" in out.stderr and "ibpanic:" in out.stderr
+
+
+def test_ibstat_short_prints_the_ca_headers_without_ports(h100: NodeState) -> None:
+    out = run(h100, "ibstat", "-s", "mlx5_1")
+    assert out.stdout.startswith("CA 'mlx5_1'\n\tCA type: MT4129\n")
+    assert "Port 1:" not in out.stdout
+
+
+def _keys(text: str) -> list[str]:
+    return [line.split(":")[0] for line in text.splitlines() if ":" in line]
+
+
+def test_ibv_devinfo_verbose_prints_device_limits_and_port_details_as_libibverbs_does(h100: NodeState) -> None:
+    out = run(h100, "ibv_devinfo", "-v", "-d", "mlx5_0")
+    real = read_corpus("ibv_devinfo/03_cx6_hdr_mt4123_fw20.37_vv_device_limits_and_caps.txt")
+    assert _keys(out.stdout) == _keys(real)  # same attributes, same order, same tab indents
+    for line in ("\tmax_qp:\t\t\t\t131072", "\tmax_mr_size:\t\t\t0xffffffffffffffff", "\t\t\t\t\tMEM_WINDOW"):
+        assert line in real.splitlines() and line in out.stdout.splitlines()
+    assert "\t\t\tport_cap_flags:\t\t0xa751e848" in out.stdout.splitlines()  # the port's capability mask
+    assert "max_qp" not in run(h100, "ibv_devinfo", "-d", "mlx5_0").stdout
+
+
+def test_ibdev2netdev_maps_each_hca_port_to_its_netdev_and_link(h100: NodeState) -> None:
+    h100.ib_hcas[2].ports[0].state = "Down"
+    lines = run(h100, "ibdev2netdev").stdout.splitlines()
+    shape = re.compile(r"^mlx5_\d+ port \d+ ==> \S+ \((Up|Down)\)$")
+    assert all(shape.match(line) for line in read_corpus("ibdev2netdev/01_four_hcas_ipoib_up.txt").splitlines())
+    assert all(shape.match(line) for line in lines) and len(lines) == 8
+    assert lines[0] == f"mlx5_0 port 1 ==> {h100.ib_hcas[0].ports[0].netdev} (Up)"
+    assert lines[2].endswith("(Down)")

@@ -434,3 +434,19 @@ def test_lcip_matches_the_guide_after_three_1c() -> None:
 )
 def test_style_for_driver(driver: str, style: str) -> None:
     assert mig.style_for_driver(driver) == style
+
+
+def test_h200_profile_memory_is_what_nvidia_smi_mig_lgip_prints_on_an_hgx_h200() -> None:
+    # corpus nvml/lgip_H200_excerpt_cut_mid_row.txt (NVIDIA/mig-parted#120):
+    # rows "|   2  MIG 3g.71gb   9  2/2  69.50 ...".
+    captured = {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(
+            r"MIG (\S+)\s+\d+\s+\d+/\d+\s+([\d.]+)", read_corpus("nvml/lgip_H200_excerpt_cut_mid_row.txt")
+        )
+    }
+    assert captured["7g.141gb"] == 139.75  # the capture holds what the table must match
+    memory = {p.name: p.memory_gib for p in mig.profiles_for("NVIDIA H200")}
+    for name, gib in captured.items():
+        assert memory[name] == gib, name
+    assert memory["2g.35gb"] == captured["1g.35gb"]  # not in the excerpt: same two memory slots as 1g.35gb

@@ -3,6 +3,7 @@ refuses what the real one refuses, with the real messages (corpus/nvml/mig_*.txt
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -223,13 +224,27 @@ def test_default_table_shows_mig_devices_and_processes() -> None:
     smi(session, "mig", "-i", "0", "-cgi", "9", "-C")
     state_of(session).gpu(1).processes = [GpuProcess(pid=4242, name="python3", used_memory_mib=1024)]
     lines = smi(session).stdout.splitlines()
-    row = lines.index("|   0  NVIDIA A100-SXM4-40GB          On  |   00000000:07:00.0 Off |                   On |")
+    # R535 layout (the fixture's driver): corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt, a 3g.20gb on
+    # an A100-SXM4-40GB: 19968MiB of memory and 32767MiB of BAR1 in the MIG devices box.
+    real = read_corpus("nvml/nvidia_smi_default_A100_40GB_mig_535.txt").splitlines()
+    row = lines.index("|   0  NVIDIA A100-SXM4-40GB          On  | 00000000:07:00.0 Off |                   On |")
     assert lines[row + 1].endswith("|     N/A      Default |")
-    assert lines[row + 2].endswith("|              Enabled |")
-    assert "| MIG devices:" in "\n".join(lines)
-    assert "|  0    2   0   0  |               0MiB / 20091MiB    | 42      0 |  3   0    2    0    0 |" in lines
+    assert (
+        lines[row + 2]
+        == real[10]
+        == "|                                         |                      |              Enabled |"
+    )
+    box = lines.index("| MIG devices:".ljust(88) + "|")
+    assert lines[box - 1 : box + 6] == real[13:20]  # rule, title, cells, the three header lines, ===
+    assert lines[box + 6] == "|  0    2   0   0  |               0MiB / 19968MiB  | 42      0 |  3   0    2    0    0 |"
+    assert real[20] == "|  0    2   0   0  |              37MiB / 19968MiB  | 42      0 |  3   0    2    0    0 |"
+    assert (
+        lines[box + 7]
+        == real[21]
+        == "|                  |               0MiB / 32767MiB  |           |                       |"
+    )
     assert "|    1   N/A  N/A      4242      C   python3" in "\n".join(lines)
-    assert all(len(line) == 91 for line in lines[1:] if line.startswith(("+", "|")))
+    assert all(len(line) == 89 for line in lines[1:] if line.startswith(("+", "|")))
 
 
 # ---------------------------------------------------------------- topo -m
@@ -650,3 +665,288 @@ def test_xml_of_565_has_the_split_sram_counts_and_still_parses() -> None:
     assert faulted_gpus is not None
     faulted = faulted_gpus[0]
     assert (faulted.ecc_volatile_uncorrected, faulted.ecc_aggregate_uncorrected) == (3, 3)
+
+
+# ---------------------------------------------------------------- nvlink
+
+
+def _line_shape(line: str) -> str:
+    """A line with its numbers and UUIDs replaced: what must match between a capture and the simulator."""
+    import re
+
+    line = re.sub(r"\(UUID: [^)]*\)", "(UUID: U)", line)
+    line = re.sub(r"NVIDIA [^(]*\(", "NAME (", line)
+    return re.sub(r"\d+(?:\.\d+)?", "9", line)
+
+
+def test_nvlink_status_prints_one_line_per_link_as_a_captured_a100_does() -> None:
+    out = smi(fresh("dgx-a100"), "nvlink", "-s", "-i", "0")
+    captured = read_corpus("nvidia_smi_nvlink/01_a100_sxm4_80gb_nvlink_s_12_links_25GBs.txt").splitlines()[:13]
+    assert out.exit_code == 0
+    assert out.stdout.splitlines()[1] == captured[1] == "\t Link 0: 25 GB/s"
+    assert [_line_shape(x) for x in out.stdout.splitlines()] == [_line_shape(x) for x in captured]
+
+
+def test_nvlink_status_shows_a_down_link_as_inactive_and_h100_speed_with_decimals() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[3].nvlinks[4].active = False
+    out = smi(session, "nvlink", "--status", "-i", "3")
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-")
+    assert lines[1] == "\t Link 0: 26.562 GB/s"
+    assert lines[5] == "\t Link 4: <inactive>"  # corpus nvidia_smi_nvlink/02 spells a down link so
+    assert len(lines) == 1 + 18
+
+
+def test_nvlink_errors_show_replay_recovery_and_crc_per_link_and_reset_clears_them() -> None:
+    session = fresh("hgx-h100")
+    link = state_of(session).gpus[0].nvlinks[1]
+    link.errors.update(replay=5, crc_flit=2, crc_data=1)
+    lines = smi(session, "nvlink", "-e", "-i", "0").stdout.splitlines()
+    captured = read_corpus("nvidia_smi_nvlink/03_h100_nvlink_e_replay_recovery_crc.txt").splitlines()
+    assert [_line_shape(x) for x in lines[:8]] == [_line_shape(x) for x in captured[:8]]
+    assert lines[5:8] == ["\t Link 1: Replay Errors: 5", "\t Link 1: Recovery Errors: 0", "\t Link 1: CRC Errors: 3"]
+    assert smi(session, "nvlink", "-re").exit_code == 0
+    assert "\t Link 1: Replay Errors: 0" in smi(session, "nvlink", "-e", "-i", "0").stdout
+
+
+def test_nvlink_reset_of_error_counters_needs_root() -> None:
+    out = smi(fresh("hgx-h100", euid=1000), "nvlink", "-re")
+    assert out.exit_code == 4 and "Insufficient Permissions" in out.stdout
+
+
+def test_nvlink_deprecated_counter_reset_says_so_and_unknown_options_are_refused() -> None:
+    assert smi(fresh("hgx-h100"), "nvlink", "-r", "0").stdout == "Resetting counters is deprecated!\n"
+    assert "Invalid combination" in smi(fresh("hgx-h100"), "nvlink", "--bogus").stdout
+    assert "[-re | --reseterrorcounters]" in smi(fresh("hgx-h100"), "nvlink", "-h").stdout
+
+
+def test_nvlink_on_a_gpu_without_nvlink_prints_nothing() -> None:
+    out = smi(fresh("pcie-l40s"), "nvlink", "-s", "-i", "0")
+    assert (out.exit_code, out.stdout, out.stderr) == (0, "", "")
+
+
+def test_nvidia_smi_prints_its_help_for_h_whatever_else_is_on_the_line() -> None:
+    out = smi(fresh("dgx-a100"), "-r", "-h")
+    assert out.exit_code == 0 and out.stdout.startswith("NVIDIA System Management Interface -- v535.129.03")
+
+
+# ---------------------------------------------------------------- -q -d SECTION
+
+
+def _gpu_block_titles(out: str) -> list[str]:
+    """The one-indent keys and titles under each GPU line of -q text."""
+    return [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
+
+
+def test_query_display_prints_only_the_sections_asked_for_in_nvidia_smi_order() -> None:
+    out = smi(fresh("dgx-a100"), "-q", "-d", "ROW_REMAPPER,ECC", "-i", "0")
+    assert out.exit_code == 0
+    assert "Attached GPUs                             : 8" in out.stdout
+    assert "GPU 00000000:07:00.0" in out.stdout
+    assert _gpu_block_titles(out.stdout) == ["ECC Mode", "ECC Errors", "Remapped Rows"]
+    assert "Product Name" not in out.stdout and "Temperature" not in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("section", "titles"),
+    [
+        ("MEMORY", ["FB Memory Usage", "BAR1 Memory Usage", "Conf Compute Protected Memory Usage"]),
+        ("PERFORMANCE", ["Performance State", "Clocks Event Reasons"]),
+        ("PAGE_RETIREMENT", ["Retired Pages"]),
+        ("TEMPERATURE", ["Temperature"]),
+        ("POWER", ["GPU Power Readings"]),
+        ("CLOCK", ["Clocks", "Max Clocks"]),
+        ("UTILIZATION", ["Utilization"]),
+        ("PIDS", ["Processes"]),
+        ("COMPUTE", ["Compute Mode"]),
+    ],
+)
+def test_query_display_section_names_select_the_sections_real_nvidia_smi_titles_so(
+    section: str, titles: list[str]
+) -> None:
+    out = smi(fresh("hgx-h100"), "-q", "-d", section.lower() if section == "MEMORY" else section, "-i", "0")
+    assert _gpu_block_titles(out.stdout) == titles
+    real = _gpu_block_titles(read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt"))
+    assert all(title in real for title in titles)  # the titles are the 565 capture's
+
+
+def test_query_display_refuses_an_unknown_section_or_d_without_q() -> None:
+    assert "Invalid combination" in smi(fresh("hgx-h100"), "-q", "-d", "ECC,NOPE").stdout
+    assert smi(fresh("hgx-h100"), "-d", "ECC").exit_code == 2
+
+
+def test_query_shows_ecc_mode_pending_apart_from_current() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[2].ecc_mode_pending = False
+    lines = smi(session, "-q", "-d", "ECC", "-i", "2").stdout.splitlines()
+    at = lines.index("    ECC Mode")
+    assert lines[at + 1 : at + 3] == [
+        "        Current                           : Enabled",
+        "        Pending                           : Disabled",
+    ]
+
+
+def test_query_bar1_inforom_board_and_module_id_match_the_565_h100_capture() -> None:
+    out = smi(fresh("hgx-h100"), "-q", "-i", "0").stdout
+    real = read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt")
+    for line in (
+        "    Board ID                              : 0x1800",
+        "        Image Version                     : G520.0200.00.05",
+        "        ECC Object                        : 7.16",
+        "        Total                             : 131072 MiB",
+        "        Gpu                               : 0 %",
+        "        OFA                               : 0 %",
+    ):
+        assert line in real.splitlines()
+        assert line in out.splitlines(), line
+    # The baseboard slot numbering is not the GPU index (the capture's GPU 0 is module 2): only its form.
+    assert re.search(r"^    Platform Info\n(?:        .*\n)*        Module Id +: \d+$", out, flags=re.M)
+
+
+def test_query_on_535_uses_the_535_names_and_a100_bar1() -> None:
+    session = fresh("dgx-a100")
+    out = smi(session, "-q", "-i", "0").stdout.splitlines()
+    assert "    Clocks Event Reasons" in out  # the R535 name (its XML says clocks_event_reasons)
+    state_of(session).driver.version = state_of(session).driver.kernel_module_version = "525.85.12"
+    assert "    Clocks Throttle Reasons" in smi(session, "-q", "-i", "0").stdout.splitlines()
+    assert any(line.startswith("    Module ID") for line in out)
+    at = out.index("    BAR1 Memory Usage")
+    assert out[at + 1] == "        Total                             : 65536 MiB"
+
+
+# ---------------------------------------------------------------- --query-remapped-rows, --query-compute-apps
+
+
+def test_query_remapped_rows_prints_one_row_per_gpu_with_pending_as_0_or_1() -> None:
+    session = fresh("hgx-h100")
+    rows = state_of(session).gpus[1].remapped_rows
+    assert rows is not None
+    rows.pending, rows.uncorrectable = True, 2
+    out = smi(
+        session, "--query-remapped-rows=gpu_bus_id,remapped_rows.uncorrectable,remapped_rows.pending", "--format=csv"
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0] == "gpu_bus_id, remapped_rows.uncorrectable, remapped_rows.pending"
+    assert lines[1] == "00000000:18:00.0, 0, 0"
+    assert lines[2] == "00000000:2A:00.0, 2, 1"
+    assert len(lines) == 1 + 8
+
+
+def test_query_remapped_rows_refuses_a_gpu_field_it_does_not_have() -> None:
+    out = smi(fresh("hgx-h100"), "--query-remapped-rows=memory.total", "--format=csv")
+    assert out.exit_code == 2 and 'Field "memory.total" is not a valid field to query.' in out.stdout
+
+
+def test_query_compute_apps_lists_the_processes_on_the_gpus_or_only_a_header() -> None:
+    session = fresh("hgx-h100")
+    assert smi(session, "--query-compute-apps=pid,used_memory", "--format=csv").stdout == "pid, used_memory [MiB]\n"
+    state_of(session).gpus[3].processes.append(GpuProcess(pid=777, name="python3", used_memory_mib=2048))
+    state_of(session).gpus[4].processes.append(GpuProcess(pid=778, name="Xorg", type="G", used_memory_mib=4))
+    out = smi(session, "--query-compute-apps=pid,process_name,used_gpu_memory,gpu_bus_id", "--format=csv,noheader")
+    assert out.stdout == "777, python3, 2048 MiB, 00000000:5D:00.0\n"
+    only_gpu0 = smi(session, "-i", "0", "--query-compute-apps=pid", "--format=csv,noheader")
+    assert only_gpu0.stdout == ""
+
+
+def test_query_compute_apps_reads_a_node_level_process_list_when_the_state_has_one() -> None:
+    from assessor.sim.tools.nvidia_smi_query import compute_apps
+
+    state = load_fixture("hgx-h100")
+    object.__setattr__(state, "processes", [{"pid": 31, "gpu": 2, "name": "nv-hostengine", "used_memory_mib": 0}])
+    apps = compute_apps(state, state.gpus)
+    assert [(a.gpu.index, a.pid, a.name) for a in apps] == [(2, 31, "nv-hostengine")]
+
+
+@pytest.mark.parametrize(("name", "cap"), [("dgx-a100", "8.0"), ("hgx-h100", "9.0"), ("pcie-l40s", "8.9")])
+def test_query_gpu_compute_cap_is_the_cuda_compute_capability(name: str, cap: str) -> None:
+    out = smi(fresh(name), "-i", "0", "--query-gpu=compute_cap", "--format=csv,noheader")
+    assert out.stdout == f"{cap}\n"
+
+
+def test_query_gpu_fabric_state_and_status_follow_the_fabric() -> None:
+    session = fresh("hgx-h100")
+    state_of(session).gpus[0].fabric_state, state_of(session).gpus[0].fabric_status = "In Progress", None
+    out = smi(session, "-i", "0,1", "--query-gpu=fabric.state,fabric.status", "--format=csv,noheader")
+    assert out.stdout == "In Progress, [N/A]\nCompleted, Success\n"
+    pcie = smi(fresh("pcie-l40s"), "-i", "0", "--query-gpu=fabric.state", "--format=csv,noheader")
+    assert pcie.stdout == "[N/A]\n"
+
+
+def test_mig_help_lists_the_mig_options() -> None:
+    out = smi(fresh("dgx-a100"), "mig", "-h")
+    assert out.exit_code == 0
+    for option in ("[-lgip | --list-gpu-instance-profiles]", "[-cgi | --create-gpu-instance]", "[-dci |"):
+        assert option in out.stdout
+
+
+# ---------------------------------------------------------------- the default table per driver branch
+
+
+def _layout_lines(text: str) -> list[str]:
+    """The fixed lines of a default table (rules, headers, titles), without the timestamp and GPU rows."""
+    return [
+        line
+        for line in text.splitlines()[1:]
+        if line.startswith(("+", "|=", "|--"))
+        or "Name" in line
+        or "Memory-Usage" in line
+        or "MIG M." in line
+        or "Processes:" in line
+        or " ID   ID " in line
+        or "GPU   GI   CI" in line
+    ]
+
+
+def test_default_table_on_570_has_the_wide_pid_column_of_a_570_capture() -> None:
+    out = smi(fresh("hgx-h200"), "-i", "0").stdout
+    real = read_corpus("nvml/nvidia_smi_default_T4_570.txt")
+    ours = [line for line in _layout_lines(out) if "NVIDIA-SMI" not in line]
+    theirs = [line for line in _layout_lines(real) if "NVIDIA-SMI" not in line]
+    assert ours == theirs
+    assert {len(line) for line in out.splitlines()[1:]} == {len(line) for line in real.splitlines()[1:]} == {89, 91}
+
+
+def test_default_table_on_580_draws_the_rule_under_the_version_with_plus_signs() -> None:
+    session = fresh("hgx-h200")
+    state = state_of(session)
+    state.driver.version = state.driver.kernel_module_version = "580.159.03"
+    state.gpus[0].processes = [GpuProcess(pid=2443, name="/usr/lib/xorg/Xorg", type="G", used_memory_mib=126)]
+    lines = smi(session, "-i", "0").stdout.splitlines()
+    real = read_corpus("nvml/nvidia_smi_default_GB10_580_processes.txt").splitlines()
+    assert (
+        lines[3]
+        == real[3]
+        == "+-----------------------------------------+------------------------+----------------------+"
+    )
+    assert real[-3] in lines  # "|    0   N/A  N/A            2443      G   /usr/lib/xorg/Xorg   126MiB |"
+
+
+def test_default_table_on_535_is_89_columns_with_a_22_wide_middle_cell() -> None:
+    out = smi(fresh("dgx-a100")).stdout
+    real = read_corpus("nvml/nvidia_smi_default_A100_40GB_mig_535.txt")
+    ours = [line for line in _layout_lines(out) if "NVIDIA-SMI" not in line]
+    theirs = [line for line in _layout_lines(real) if "NVIDIA-SMI" not in line]
+    assert ours[:7] == theirs[:7]  # rules, the three header lines of the GPU box, the cell rule under GPU 0
+    assert ours[-6:] == theirs[-6:]  # the process box, "No running processes found" aside
+    assert {len(line) for line in out.splitlines()[1:]} == {89}
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "nvidia_smi_xml/a10g-515-v11.xml",
+        "nvidia_smi_xml/a100-sxm4-40gb-mig-510-v11.xml",
+        "nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml",
+        "nvidia_smi_xml/rtx-3080-595-v13.xml",
+    ],
+)
+def test_query_board_id_is_derived_from_the_bus_id_as_in_real_logs(rel: str) -> None:
+    xml = read_corpus(rel)
+    bus_id = re.search(r"<pci_bus_id>([^<]+)</pci_bus_id>", xml)
+    board = re.search(r"<board_id>([^<]+)</board_id>", xml)
+    assert bus_id and board
+    session = fresh("pcie-l40s")
+    state_of(session).gpus[0].bus_id = bus_id.group(1)
+    full = smi(session, "-q", "-i", "0").stdout.splitlines()
+    assert f"    Board ID                              : {board.group(1).lower()}" in full

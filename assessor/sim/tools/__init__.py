@@ -68,6 +68,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "ibstatus": ("ib", "ibstatus"),
     "ibv_devinfo": ("ib", "ibv_devinfo"),
     "ib_write_bw": ("ib", "ib_write_bw"),
+    "ibdev2netdev": ("lspci", "ibdev2netdev"),
+    "lspci": ("lspci", "lspci"),
     "lsmod": ("system", "lsmod"),
     "dmesg": ("system", "dmesg"),
     "journalctl": ("system", "journalctl"),

@@ -1,4 +1,4 @@
-"""Simulated ``dcgmi diag -r 1|2|3`` (and ``dcgmi discovery -l``).
+"""Simulated ``dcgmi diag -r 1|2|3``, ``dcgmi discovery -l``, ``dcgmi -v`` (``dcgmi health``: :mod:`.dcgmi_health`).
 
 The results come from the node state: a GPU with a pending or failed row remap, uncorrectable ECC
 errors, a GPU that fell off the bus, NVLinks down, a degraded PCIe link, persistence off, a driver
@@ -58,15 +58,20 @@ _TESTS: tuple[tuple[str, str, str, int], ...] = (
     ("Deployment", "Inforom", "software", 1),
     ("Integration", "PCIe", "pcie", 2),
     ("Hardware", "GPU Memory", "memory", 2),
+    ("Hardware", "Diagnostic", "diagnostic", 3),
     ("Stress", "Targeted Stress", "targeted_stress", 3),
     ("Stress", "Targeted Power", "targeted_power", 3),
     ("Stress", "Memory Bandwidth", "memory_bandwidth", 3),
+    ("Stress", "EUD Test", "eud", 3),
 )
+# The Extended Utility Diagnostics ship in a separate package (nvidia-diagnostic-NNN) that a node rarely has:
+# DCGM 3.3 lists the test at level 3 as "Skip - All" (corpus dcgmi_diag/05).
+_NOT_INSTALLED = {"EUD Test"}
 
 
 def _outcomes(state: NodeState, gpus: list[GpuState], level: int) -> dict[str, _Outcome]:
     """Each test's outcome on this node (keyed by its DCGM 3.x name)."""
-    out = {name: _Outcome(ran=lvl <= level) for _, name, _, lvl in _TESTS}
+    out = {name: _Outcome(ran=lvl <= level and name not in _NOT_INSTALLED) for _, name, _, lvl in _TESTS}
     drv = state.driver
     if drv.version != drv.kernel_module_version:
         out["NVML Library"].errors.append(
@@ -206,6 +211,9 @@ def _render_3x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dic
         for i in bad:
             for message in outcome.failed[i]:
                 lines.extend(_message_rows("Warning", message))
+    if level == 2:
+        # DCGM 3.3 opens the Stress section at level 2 and closes the table right after (corpus dcgmi_diag/04).
+        lines.append(_section("Stress", "+"))
     lines.append(_RULE)
     return "".join(lines)
 
@@ -219,6 +227,8 @@ def _render_4x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dic
     # DCGM 4 folds the software checks into one plugin.
     plugins: dict[str, tuple[str, int, list[str]]] = {}
     for cat, name, plugin, lvl in _TESTS:
+        if name in _NOT_INSTALLED:
+            continue
         entry = plugins.setdefault(plugin, (cat, lvl, []))
         entry[2].append(name)
     category = None
@@ -251,15 +261,22 @@ def _usage(message: str) -> ToolResult:
 
 
 def main(args: list[str], session: Session) -> ToolResult:
-    """``dcgmi diag -r N [-i GPUS]`` and ``dcgmi discovery -l``."""
+    """``dcgmi diag -r N [-i GPUS]``, ``dcgmi discovery -l``, ``dcgmi health -s/-c/-f``, ``dcgmi -v``."""
     state = session.read()
     if not args:
         return _usage("ERROR: a subsystem is required (diag, discovery, ...)")
     service = state.services.get("nvidia-dcgm.service")
-    if service is None or service.active_state != "active":
+    running = service is not None and service.active_state == "active"
+    if args[0] in ("-v", "--version"):
+        return _version(state, args[0], running=running)
+    if not running:
         return ToolResult(CONNECTION_EXIT, CONNECTION_ERROR)
     if args[0] == "discovery":
         return _discovery(state)
+    if args[0] == "health":
+        from assessor.sim.tools.dcgmi_health import health
+
+        return health(args[1:], state)
     if args[0] != "diag":
         return _usage(f"ERROR: unknown subsystem '{args[0]}'")
     level: int | None = None
@@ -289,16 +306,61 @@ def main(args: list[str], session: Session) -> ToolResult:
     return ToolResult(0, text)
 
 
+_GPU_RULE = "+--------+----------------------------------------------------------------------+\n"
+
+
 def _discovery(state: NodeState) -> ToolResult:
+    """``dcgmi discovery -l`` as DCGM 3.3 prints it: GPUs, then NvSwitches, then CPUs (corpus dcgmi_discovery/01)."""
+    gpus = [g for g in state.gpus if not g.lost]
     lines = [
-        f"{len(state.gpus)} GPU{'s' if len(state.gpus) != 1 else ''} found.\n",
-        "+--------+----------------------------------------------------------------------+\n",
+        f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''} found.\n",
+        _GPU_RULE,
         "| GPU ID | Device Information                                                   |\n",
-        "+--------+----------------------------------------------------------------------+\n",
+        _GPU_RULE,
     ]
-    for g in state.gpus:
+    for g in gpus:
         lines.append(f"| {g.index:<7}| Name: {g.name:<63}|\n")
         lines.append(f"|        | PCI Bus ID: {g.bus_id:<57}|\n")
         lines.append(f"|        | Device UUID: {g.uuid:<56}|\n")
-        lines.append("+--------+----------------------------------------------------------------------+\n")
+        lines.append(_GPU_RULE)
+    switches = state.nvswitches
+    lines.append(f"{len(switches)} NvSwitches found.\n")
+    lines += ["+-----------+\n", "| Switch ID |\n", "+-----------+\n"]
+    for switch in switches:
+        lines.append(f"| {switch.index:<10}|\n")
+    lines.append("+-----------+\n")
+    # x86 hosts have no CPU entities in DCGM (only Grace does): an empty CPU box.
+    lines += ["0 CPUs found.\n", _GPU_RULE.replace("GPU", "CPU"), "| CPU ID | Device Information"]
+    lines[-1] += " " * 51 + "|\n"
+    lines += [_GPU_RULE, _GPU_RULE]
     return ToolResult(0, "".join(lines))
+
+
+def _build_info(version: str) -> str:
+    """DcgmBuildInfo's lines (DCGM dcgmi/Version.cpp), for a release build of ``version``."""
+    major_minor = "_".join(version.split(".")[:2])
+    return (
+        f"Version : {version}\n"
+        "Build ID : 1\n"
+        "Build Date : 2024-08-22\n"
+        "Build Type : Release\n"
+        "Commit ID : v" + version + "\n"
+        f"Branch Name : rel_dcgm_{major_minor}\n"
+        "CPU Arch : x86_64\n"
+        "Build Platform : Linux 4.15.0-180-generic #189-Ubuntu SMP Wed May 18 14:13:57 UTC 2022 x86_64\n"
+    )
+
+
+def _version(state: NodeState, flag: str, *, running: bool) -> ToolResult:
+    """``dcgmi -v``: dcgmi's own build, then the host engine's when one answers (else nothing more).
+
+    ``dcgmi --version`` prints only ``dcgmi  version: X``. Sites wait for DCGM to stop by looping until
+    ``Hostengine build info:`` is gone from ``dcgmi -v``.
+    """
+    version = state.perf.dcgm_version or "3.3.8"
+    if flag == "--version":
+        return ToolResult(0, f"dcgmi  version: {version}\n")
+    text = _build_info(version)
+    if running:
+        text += "\nHostengine build info:\n" + _build_info(version)
+    return ToolResult(0, text)

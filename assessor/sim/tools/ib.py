@@ -8,8 +8,6 @@ fault) says, including the values a real Down or unconfigured port shows.
 
 from __future__ import annotations
 
-import hashlib
-
 from assessor.sim.state import IbHcaState, IbPortState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
@@ -96,6 +94,8 @@ def _select(state: NodeState, names: list[str]) -> tuple[list[IbHcaState], str |
 
 def _pid(state: NodeState, salt: str) -> int:
     """A deterministic process id for messages that print one."""
+    import hashlib  # here: OpenSSL's start-up costs every shim call otherwise
+
     return 1000 + int(hashlib.sha256(f"{state.host}:{salt}".encode()).hexdigest()[:6], 16) % 4_000_000
 
 
@@ -103,50 +103,50 @@ def _pid(state: NodeState, salt: str) -> int:
 
 
 def ibstat(args: list[str], session: Session) -> ToolResult:
-    """``ibstat [-l | -s | -p] [CA [port]]``: adapters and ports from the state."""
+    """``ibstat [-l | -s | -p] [CA [port]]``: adapters and ports from the state.
+
+    As infiniband-diags' ibstat.c: ``-s`` prints the CA headers without ports; ``CA PORT`` prints
+    ``CA: 'name'`` and that port's block unindented; a port the CA does not have is a warning then a panic.
+    """
     state = session.read()
     flags = {a for a in args if a.startswith("-")}
     positional = [a for a in args if not a.startswith("-")]
     if flags - {"-l", "--list_of_cas", "-s", "--short", "-p", "--port_list"}:
         bad = sorted(flags)[0]
         return ToolResult(255, "", f"ibstat: invalid option -- '{bad.lstrip('-')}'\n")
+    pid = _pid(state, "ibstat")
     if not state.ib_hcas:
         # The sysfs class directory is empty (no RDMA driver loaded).
-        return ToolResult(
-            255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: can't list IB device names: No such file or directory\n"
-        )
-    ca_names = positional[:1]
-    hcas, unknown = _select(state, ca_names)
+        return ToolResult(255, "", f"ibpanic: [{pid}] main: can't list IB device names: No such file or directory\n")
+    hcas, unknown = _select(state, positional[:1])
     if unknown is not None:
-        return ToolResult(
-            255,
-            "",
-            f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device '{unknown}' failed: "
-            "No such file or directory\n",
-        )
-    if flags & {"-l", "--list_of_cas"}:
-        return ToolResult(0, "".join(f"{h.name}\n" for h in hcas))
+        return ToolResult(255, "", f"ibpanic: [{pid}] main: '{unknown}' IB device can't be found: Success\n")
     if flags & {"-p", "--port_list"}:
         return ToolResult(0, "".join(f"{p.port_guid or h.node_guid}\n" for h in hcas for p in h.ports))
-    port_filter: int | None = None
-    if len(positional) > 1:
-        try:
-            port_filter = int(positional[1])
-        except ValueError:
-            return ToolResult(
-                255, "", f"ibpanic: [{_pid(state, 'ibstat')}] main: invalid port number '{positional[1]}'\n"
-            )
+    if flags & {"-l", "--list_of_cas"}:
+        return ToolResult(0, "".join(f"{h.name}\n" for h in hcas))
     short = bool(flags & {"-s", "--short"})
+    port_number: int | None = None
+    if len(positional) > 1:
+        # strtol(argv[1], NULL, 0): a number, in any base C accepts; anything else reads as port 0.
+        try:
+            port_number = int(positional[1], 0)
+        except ValueError:
+            port_number = 0
     out: list[str] = []
     for hca in hcas:
-        ports = [p for p in hca.ports if port_filter is None or p.port == port_filter]
-        if port_filter is not None and not ports:
-            return ToolResult(
-                255,
-                "".join(out),
-                f"ibpanic: [{_pid(state, 'ibstat')}] main: stat of IB device "
-                f"'{hca.name}' port {port_filter} failed: No such file or directory\n",
-            )
+        if port_number is not None and not short:
+            port = next((p for p in hca.ports if p.port == port_number), None)
+            if port is None:
+                return ToolResult(
+                    255,
+                    "".join(out),
+                    f"ibwarn: [{pid}] ca_stat: CA: '{hca.name}' has no port number {port_number} - max "
+                    f"({len(hca.ports)})\nibpanic: [{pid}] main: stat of IB device '{hca.name}' failed: Success\n",
+                )
+            out.append(f"CA: '{hca.name}'\n")
+            out += _port_block(hca, port, alone=True)
+            continue
         out.append(f"CA '{hca.name}'\n")
         out.append(f"\tCA type: {hca.ca_type}\n")
         out.append(f"\tNumber of ports: {len(hca.ports)}\n")
@@ -154,20 +154,28 @@ def ibstat(args: list[str], session: Session) -> ToolResult:
         out.append(f"\tHardware version: {hca.hw_version}\n")
         out.append(f"\tNode GUID: {hca.node_guid}\n")
         out.append(f"\tSystem image GUID: {hca.sys_image_guid}\n")
-        for port in ports:
-            out.append(f"\tPort {port.port}:\n")
-            out.append(f"\t\tState: {port.state}\n")
-            out.append(f"\t\tPhysical state: {port.physical_state}\n")
-            out.append(f"\t\tRate: {_rate(port.rate_gbps)}\n")
-            if short:
-                continue
-            out.append(f"\t\tBase lid: {port.base_lid}\n")
-            out.append(f"\t\tLMC: {port.lmc}\n")
-            out.append(f"\t\tSM lid: {port.sm_lid}\n")
-            out.append(f"\t\tCapability mask: {_cap_mask(port)}\n")
-            out.append(f"\t\tPort GUID: {port.port_guid or hca.node_guid}\n")
-            out.append(f"\t\tLink layer: {port.link_layer}\n")
+        if short:
+            continue
+        for port in hca.ports:
+            out += _port_block(hca, port, alone=False)
     return ToolResult(0, "".join(out))
+
+
+def _port_block(hca: IbHcaState, port: IbPortState, *, alone: bool) -> list[str]:
+    """ibstat's port_dump: indented under its CA, or flush left when the port was asked for alone."""
+    head, pre = ("", "") if alone else ("\t", "\t\t")
+    return [
+        f"{head}Port {port.port}:\n",
+        f"{pre}State: {port.state}\n",
+        f"{pre}Physical state: {port.physical_state}\n",
+        f"{pre}Rate: {_rate(port.rate_gbps)}\n",
+        f"{pre}Base lid: {port.base_lid}\n",
+        f"{pre}LMC: {port.lmc}\n",
+        f"{pre}SM lid: {port.sm_lid}\n",
+        f"{pre}Capability mask: {_cap_mask(port)}\n",
+        f"{pre}Port GUID: {port.port_guid or hca.node_guid}\n",
+        f"{pre}Link layer: {port.link_layer}\n",
+    ]
 
 
 # ---- ibstatus --------------------------------------------------------------------------------
@@ -231,6 +239,138 @@ def _kv(indent: int, key: str, value: object, column: int) -> str:
     return text + "\t" * tabs + f"{value}\n"
 
 
+# ``ibv_devinfo -v`` device attributes of a ConnectX (mlx5) HCA, between ``phys_port_cnt`` and the first
+# port, as libibverbs prints them for a ConnectX-6 (corpus ibv_devinfo/03, openucx/ucx#9908). ConnectX-7
+# reports the same mlx5 limits (max_qp 131072, max_mr_size 2^64-1); the tab runs are devinfo's own.
+_MLX5_DEVICE_ATTRIBUTES = (
+    "\tmax_mr_size:\t\t\t0xffffffffffffffff\n"
+    "\tpage_size_cap:\t\t\t0xfffffffffffff000\n"
+    "\tmax_qp:\t\t\t\t131072\n"
+    "\tmax_qp_wr:\t\t\t32768\n"
+    "\tdevice_cap_flags:\t\t0x21361c36\n"
+    "\t\t\t\t\tBAD_PKEY_CNTR\n"
+    "\t\t\t\t\tBAD_QKEY_CNTR\n"
+    "\t\t\t\t\tAUTO_PATH_MIG\n"
+    "\t\t\t\t\tCHANGE_PHY_PORT\n"
+    "\t\t\t\t\tPORT_ACTIVE_EVENT\n"
+    "\t\t\t\t\tSYS_IMAGE_GUID\n"
+    "\t\t\t\t\tRC_RNR_NAK_GEN\n"
+    "\t\t\t\t\tMEM_WINDOW\n"
+    "\t\t\t\t\tUD_IP_CSUM\n"
+    "\t\t\t\t\tXRC\n"
+    "\t\t\t\t\tMEM_MGT_EXTENSIONS\n"
+    "\t\t\t\t\tMEM_WINDOW_TYPE_2B\n"
+    "\t\t\t\t\tMANAGED_FLOW_STEERING\n"
+    "\tmax_sge:\t\t\t30\n"
+    "\tmax_sge_rd:\t\t\t30\n"
+    "\tmax_cq:\t\t\t\t16777216\n"
+    "\tmax_cqe:\t\t\t4194303\n"
+    "\tmax_mr:\t\t\t\t16777216\n"
+    "\tmax_pd:\t\t\t\t8388608\n"
+    "\tmax_qp_rd_atom:\t\t\t16\n"
+    "\tmax_ee_rd_atom:\t\t\t0\n"
+    "\tmax_res_rd_atom:\t\t2097152\n"
+    "\tmax_qp_init_rd_atom:\t\t16\n"
+    "\tmax_ee_init_rd_atom:\t\t0\n"
+    "\tatomic_cap:\t\t\tATOMIC_HCA (1)\n"
+    "\tmax_ee:\t\t\t\t0\n"
+    "\tmax_rdd:\t\t\t0\n"
+    "\tmax_mw:\t\t\t\t16777216\n"
+    "\tmax_raw_ipv6_qp:\t\t0\n"
+    "\tmax_raw_ethy_qp:\t\t0\n"
+    "\tmax_mcast_grp:\t\t\t2097152\n"
+    "\tmax_mcast_qp_attach:\t\t240\n"
+    "\tmax_total_mcast_qp_attach:\t503316480\n"
+    "\tmax_ah:\t\t\t\t2147483647\n"
+    "\tmax_fmr:\t\t\t0\n"
+    "\tmax_srq:\t\t\t8388608\n"
+    "\tmax_srq_wr:\t\t\t32767\n"
+    "\tmax_srq_sge:\t\t\t31\n"
+    "\tmax_pkeys:\t\t\t128\n"
+    "\tlocal_ca_ack_delay:\t\t16\n"
+    "\tgeneral_odp_caps:\n"
+    "\t\t\t\t\tODP_SUPPORT\n"
+    "\t\t\t\t\tODP_SUPPORT_IMPLICIT\n"
+    "\trc_odp_caps:\n"
+    "\t\t\t\t\tSUPPORT_SEND\n"
+    "\t\t\t\t\tSUPPORT_RECV\n"
+    "\t\t\t\t\tSUPPORT_WRITE\n"
+    "\t\t\t\t\tSUPPORT_READ\n"
+    "\t\t\t\t\tSUPPORT_ATOMIC\n"
+    "\t\t\t\t\tSUPPORT_SRQ\n"
+    "\tuc_odp_caps:\n"
+    "\t\t\t\t\tNO SUPPORT\n"
+    "\tud_odp_caps:\n"
+    "\t\t\t\t\tSUPPORT_SEND\n"
+    "\txrc_odp_caps:\n"
+    "\t\t\t\t\tSUPPORT_SEND\n"
+    "\t\t\t\t\tSUPPORT_WRITE\n"
+    "\t\t\t\t\tSUPPORT_READ\n"
+    "\t\t\t\t\tSUPPORT_ATOMIC\n"
+    "\t\t\t\t\tSUPPORT_SRQ\n"
+    "\tcompletion timestamp_mask:\t\t\t0x7fffffffffffffff\n"
+    "\thca_core_clock:\t\t\t156250kHZ\n"
+    "\tdevice_cap_flags_ex:\t\t0x1021361C36\n"
+    "\t\t\t\t\tPCI_WRITE_END_PADDING\n"
+    "\ttso_caps:\n"
+    "\t\tmax_tso:\t\t\t0\n"
+    "\trss_caps:\n"
+    "\t\tmax_rwq_indirection_tables:\t\t\t0\n"
+    "\t\tmax_rwq_indirection_table_size:\t\t\t0\n"
+    "\t\trx_hash_function:\t\t\t\t0x0\n"
+    "\t\trx_hash_fields_mask:\t\t\t\t0x0\n"
+    "\tmax_wq_type_rq:\t\t\t0\n"
+    "\tpacket_pacing_caps:\n"
+    "\t\tqp_rate_limit_min:\t0kbps\n"
+    "\t\tqp_rate_limit_max:\t0kbps\n"
+    "\tmax_rndv_hdr_size:\t\t64\n"
+    "\tmax_num_tags:\t\t\t127\n"
+    "\tmax_ops:\t\t\t32768\n"
+    "\tmax_sge:\t\t\t1\n"
+    "\tflags:\n"
+    "\t\t\t\t\tIBV_TM_CAP_RC\n"
+    "\n"
+    "\tcq moderation caps:\n"
+    "\t\tmax_cq_count:\t65535\n"
+    "\t\tmax_cq_period:\t4095 us\n"
+    "\n"
+    "\tmaximum available device memory:\t131072Bytes\n"
+    "\n"
+    "\tnum_comp_vectors:\t\t63\n"
+)
+
+_PORT_VERBOSE = (  # (key, tabs after the colon) of the verbose port lines before active_width
+    ("max_msg_sz", 2),
+    ("port_cap_flags", 2),
+    ("port_cap_flags2", 1),
+    ("max_vl_num", 2),
+    ("bad_pkey_cntr", 2),
+    ("qkey_viol_cntr", 2),
+    ("sm_sl", 3),
+    ("pkey_tbl_len", 2),
+    ("gid_tbl_len", 2),
+    ("subnet_timeout", 2),
+    ("init_type_reply", 1),
+)
+
+
+def _port_verbose(hca: IbHcaState, port: IbPortState) -> list[str]:
+    values = {
+        "max_msg_sz": "0x40000000",
+        "port_cap_flags": _cap_mask(port),
+        "port_cap_flags2": "0x0032",
+        "max_vl_num": "4 (3)",
+        "bad_pkey_cntr": "0x0",
+        "qkey_viol_cntr": "0x0",
+        "sm_sl": 0,
+        "pkey_tbl_len": 128,
+        "gid_tbl_len": 8 if port.link_layer == "InfiniBand" else 255,
+        "subnet_timeout": 18 if port.state == "Active" and port.link_layer == "InfiniBand" else 0,
+        "init_type_reply": 0,
+    }
+    return [f"\t\t\t{key}:" + "\t" * tabs + f"{values[key]}\n" for key, tabs in _PORT_VERBOSE]
+
+
 def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
     """``ibv_devinfo [-d DEV] [-i PORT] [-l] [-v]``: one ``hca_id`` block per device."""
     state = session.read()
@@ -276,6 +416,8 @@ def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
         if hca.board_id:
             out.append(_kv(1, "board_id", hca.board_id, 40))
         out.append(_kv(1, "phys_port_cnt", len(hca.ports), 40))
+        if verbose:
+            out.append("".join(_MLX5_DEVICE_ATTRIBUTES))
         for port in hca.ports:
             if port_filter is not None and port.port != port_filter:
                 continue
@@ -291,6 +433,7 @@ def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
             out.append(_kv(3, "port_lmc", f"0x{port.lmc:02x}", 48))
             out.append(_kv(3, "link_layer", port.link_layer, 48))
             if verbose:
+                out += _port_verbose(hca, port)
                 speed = port_speed(port)
                 lane, speed_enum = _SPEEDS.get(speed, (2.5, 1))
                 width_enum = _WIDTH_ENUMS.get(port.width, 2)
@@ -298,6 +441,7 @@ def ibv_devinfo(args: list[str], session: Session) -> ToolResult:
                 out.append(_kv(3, "active_speed", f"{lane:.1f} Gbps ({speed_enum})", 48))
                 phys = _VERBS_PHYS.get(port.physical_state, "DISABLED")
                 out.append(_kv(3, "phys_state", f"{phys} ({_PHYS_NUMBERS.get(port.physical_state, 3)})", 48))
+                out.append(f"\t\t\tGID[  0]:\t\t{_gid(hca, port)}\n")
         out.append("\n")
     return ToolResult(0, "".join(out))
 
@@ -441,6 +585,8 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     out.append(" rdma_cm QPs\t : OFF\n")
     out.append(" Data ex. method : Ethernet\n")
     out.append(_RULE)
+    import hashlib
+
     seed = int(hashlib.sha256(f"{state.host}:{hca.name}".encode()).hexdigest()[:8], 16)
     local_lid = port.base_lid
     out.append(

@@ -1,8 +1,10 @@
 """The simulated ``nvidia-smi``: what the real one prints and refuses, read from and written to a node state.
 
-Covered: the default table, ``-L``, ``-q``, ``-q -x``, ``--query-gpu=... --format=csv[,noheader][,nounits]``,
-``-i`` (index, bus id or UUID, comma lists), ``-pm``, ``-r``/``--gpu-reset``, ``-mig``, ``topo -m`` and the
-``mig`` sub-commands (:mod:`.nvidia_smi_mig_cmd`). A broken driver answers every command with the real
+Covered: the default table in the layout of the driver branch (:mod:`.nvidia_smi_layout`), ``-L``, ``-q``
+(and ``-d SECTION,...``), ``-q -x``, ``--query-gpu=``/``--query-remapped-rows=``/``--query-compute-apps=`` with
+``--format=csv[,noheader][,nounits]``, ``-i`` (index, bus id or UUID, comma lists), ``-pm``, ``-r``/``--gpu-reset``,
+``-mig``, ``topo -m``, ``nvlink`` (:mod:`.nvidia_smi_nvlink_cmd`) and the ``mig`` sub-commands
+(:mod:`.nvidia_smi_mig_cmd`). A broken driver answers every command with the real
 message (:func:`.nvidia_smi_common.driver_failure`).
 
 State changes go through :meth:`Session.update`, so two shims run at once never lose one another's change.
@@ -40,10 +42,15 @@ from assessor.sim.tools.nvidia_smi_common import (
     visible,
 )
 from assessor.sim.tools.nvidia_smi_query import (
+    REMAPPED_ROW_FIELDS,
+    compute_app_field_known,
+    display_sections,
     field_of,
     memory_free_mib,
     mig_uuid,
+    render_compute_apps_csv,
     render_csv,
+    render_remapped_rows_csv,
     render_text,
     render_xml,
     timestamp,
@@ -75,6 +82,16 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -q,   --query               Display GPU or Unit info.
     -i,   --id=                 Target a specific GPU.
     -x,   --xml-format          Produce XML output.
+    -d,   --display=            Display only selected information: MEMORY,
+                                    UTILIZATION, ECC, TEMPERATURE, POWER, CLOCK,
+                                    COMPUTE, PIDS, PERFORMANCE, SUPPORTED_CLOCKS,
+                                    PAGE_RETIREMENT, ACCOUNTING, ENCODER_STATS,
+                                    SUPPORTED_GPU_TARGET_TEMP, VOLTAGE, FBC_STATS
+                                    ROW_REMAPPER, RESET_STATUS, GSP_FIRMWARE_VERSION
+                                Flags can be combined with comma e.g. ECC,POWER.
+                                Sampling data with max/min/avg is also returned
+                                for POWER, UTILIZATION and CLOCK display types.
+                                Doesn't work with -u or -x flags.
           --query-gpu=          Information about GPU.
           --format=             Comma separated list of format options: csv, noheader, nounits.
 
@@ -87,6 +104,7 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
   TOPOLOGY AND MIG:
 
     topo -m                     Display the GPUDirect communication matrix for the system.
+    nvlink                      Display NvLink information (nvidia-smi nvlink -h).
     mig                         Multi Instance GPU management (nvidia-smi mig -h).
 """
 
@@ -101,6 +119,7 @@ class _Args:
     query_gpu: str | None = None
     fmt: str | None = None
     value: str | None = None  # the argument of -pm / -mig
+    display: str | None = None  # -d: the -q sections to print
 
 
 _VALUE_OPTIONS = {
@@ -111,6 +130,8 @@ _VALUE_OPTIONS = {
     "-mig": "mig",
     "--multi-instance-gpu": "mig",
     "--query-gpu": "query-gpu",
+    "--query-remapped-rows": "query-remapped-rows",
+    "--query-compute-apps": "query-compute-apps",
     "--format": "format",
     "-d": "display",
     "--display": "display",
@@ -145,12 +166,13 @@ def _parse(args: list[str]) -> _Args | None:
             elif kind in ("pm", "mig"):
                 parsed.actions.append(kind)
                 parsed.value = value
-            elif kind == "query-gpu":
-                parsed.actions.append("query-gpu")
+            elif kind in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+                parsed.actions.append(kind)
                 parsed.query_gpu = value
             elif kind == "format":
                 parsed.fmt = value
-            # -d (sections of -q) is accepted; the simulated -q prints every section it has.
+            elif kind == "display":
+                parsed.display = value
             continue
         if arg in _FLAG_OPTIONS and not eq:
             kind = _FLAG_OPTIONS[arg]
@@ -163,15 +185,24 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
         return None
-    if parsed.fmt is not None and parsed.actions != ["query-gpu"]:
+    if parsed.fmt is not None and parsed.actions[:1] not in (
+        ["query-gpu"],
+        ["query-remapped-rows"],
+        ["query-compute-apps"],
+    ):
         return None
+    if parsed.display is not None and (parsed.actions != ["query"] or display_sections(parsed.display) is None):
+        return None  # -d selects sections of -q, by the names nvidia-smi -h lists
     return parsed
 
 
 def main(args: list[str], session: Session) -> ToolResult:
     """Run ``nvidia-smi ARGS`` against the session's node."""
-    if args and args[0] in ("topo", "mig"):
+    if args and args[0] in ("topo", "mig", "nvlink"):
         return _subcommand(args[0], args[1:], session)
+    if "-h" in args or "--help" in args:
+        # nvidia-smi prints its help for -h whatever else is on the line ("nvidia-smi -r -h").
+        return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
     parsed = _parse(args)
     if parsed is None:
         return usage_error()
@@ -187,13 +218,15 @@ def main(args: list[str], session: Session) -> ToolResult:
         return refusal
     lost = lost_lines(chosen)
     gpus = visible(chosen)
-    if action == "query-gpu":
-        out = _query_gpu(state, gpus, parsed)
+    if action in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+        out = _query_gpu(state, gpus, parsed, action)
     elif action == "list":
         out = ToolResult(EXIT_OK, list_gpus(gpus))
+    elif action == "query" and parsed.xml:
+        out = ToolResult(EXIT_OK, render_xml(state, gpus))
     elif action == "query":
-        render = render_xml if parsed.xml else render_text
-        out = ToolResult(EXIT_OK, render(state, gpus))
+        only = display_sections(parsed.display) if parsed.display is not None else None
+        out = ToolResult(EXIT_OK, render_text(state, gpus, only=only))
     else:
         out = ToolResult(EXIT_OK, summary(state, gpus))
     if lost:
@@ -210,12 +243,17 @@ def _subcommand(name: str, args: list[str], session: Session) -> ToolResult:
 
         state = session.read()
         return driver_failure(state) or topo(args, state)
+    if name == "nvlink":
+        from assessor.sim.tools.nvidia_smi_nvlink_cmd import nvlink
+
+        return nvlink(args, session)
     from assessor.sim.tools.nvidia_smi_mig_cmd import mig
 
     return mig(args, session)
 
 
-def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args) -> ToolResult:
+def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args, action: str = "query-gpu") -> ToolResult:
+    """``--query-gpu``, ``--query-remapped-rows`` or ``--query-compute-apps`` with ``--format=csv[,...]``."""
     assert parsed.query_gpu is not None
     if parsed.fmt is None:
         return usage_error()
@@ -223,10 +261,20 @@ def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args) -> ToolRes
     if "csv" not in options or any(o not in ("csv", "noheader", "nounits") for o in options):
         return usage_error()
     names = [n for n in parsed.query_gpu.split(",") if n.strip()]
+    known = {
+        "query-gpu": lambda n: field_of(n) is not None,
+        "query-remapped-rows": lambda n: n.strip() in REMAPPED_ROW_FIELDS,
+        "query-compute-apps": compute_app_field_known,
+    }[action]
     for name in names:
-        if field_of(name) is None:
+        if not known(name):
             return result(2, [f'Field "{name.strip()}" is not a valid field to query.', ""])
-    csv = render_csv(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
+    render = {
+        "query-gpu": render_csv,
+        "query-remapped-rows": render_remapped_rows_csv,
+        "query-compute-apps": render_compute_apps_csv,
+    }[action]
+    csv = render(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
     return ToolResult(EXIT_OK, csv)
 
 
@@ -254,38 +302,46 @@ def _mig_devices(gpu: GpuState) -> list[tuple[GpuInstanceState, ComputeInstanceS
 
 # ---------------------------------------------------------------- the default table
 
-_RULE = "+" + "-" * 89 + "+"
-_CELLS = "+-----------------------------------------+------------------------+----------------------+"
-
 
 def summary(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
-    """The table nvidia-smi prints without arguments (R530+ layout, 89 columns inside)."""
+    """The table nvidia-smi prints without arguments, in the layout of the node's driver branch."""
+    from assessor.sim.tools.nvidia_smi_layout import layout_for
+
     drv = state.driver
+    lay = layout_for(drv.version)
+    if lay.middle == 22:
+        version = f"| NVIDIA-SMI {drv.version:<23}Driver Version: {drv.version:<13}CUDA Version: {drv.cuda_version:<9}|"
+        bus, memory = "| Bus-Id        Disp.A |", "|         Memory-Usage |"
+    else:
+        version = f"| NVIDIA-SMI {drv.version:<23}Driver Version: {drv.version:<15}CUDA Version: {drv.cuda_version:<9}|"
+        bus, memory = "| Bus-Id          Disp.A |", "|           Memory-Usage |"
+    blank_mid = "|" + " " * lay.middle + "|"
     lines = [
         timestamp(now).ljust(31),
-        _RULE,
-        f"| NVIDIA-SMI {drv.version:<23}Driver Version: {drv.version:<15}CUDA Version: {drv.cuda_version:<9}|",
-        "|-----------------------------------------+------------------------+----------------------+",
-        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
-        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
-        "|                                         |                        |               MIG M. |",
-        "|=========================================+========================+======================|",
+        lay.rule,
+        version,
+        lay.header_rule,
+        f"| GPU  Name                 Persistence-M {bus} Volatile Uncorr. ECC |",
+        f"| Fan  Temp   Perf          Pwr:Usage/Cap {memory} GPU-Util  Compute M. |",
+        f"|{'':41}{blank_mid}               MIG M. |",
+        "|" + "=" * 41 + "+" + "=" * lay.middle + "+" + "=" * 22 + "|",
     ]
     for gpu in gpus:
-        lines += _gpu_rows(gpu)
-        lines.append(_CELLS)
+        lines += _gpu_rows(gpu, lay.middle, lay.limit_digits)
+        lines.append(lay.cells)
+    # The blank line after a box is 89 spaces in every capture, whatever the table's width.
     lines.append(" " * 89)
     if any(g.mig_mode_current for g in gpus):
-        lines += _mig_table(gpus)
+        lines += _mig_table(gpus, lay.inner, lay.mig_memory)
         lines.append(" " * 89)
-    lines += _process_table(gpus)
+    lines += _process_table(gpus, lay.inner, lay.pid_width)
     return text(*lines)
 
 
 _COMPUTE_MODES = {"Default": "Default", "Exclusive_Process": "E. Process", "Prohibited": "Prohibited"}
 
 
-def _gpu_rows(g: GpuState) -> list[str]:
+def _gpu_rows(g: GpuState, middle: int = 24, limit_digits: int = 4) -> list[str]:
     name = g.name if len(g.name) <= 31 else g.name[:28] + "..."
     pm = "On" if g.persistence_mode else "Off"
     if g.ecc_mode_current is None or not g.ecc_mode_current:
@@ -298,27 +354,41 @@ def _gpu_rows(g: GpuState) -> list[str]:
     mig = "N/A" if not g.mig_supported else ("Enabled" if g.mig_mode_current else "Disabled")
     compute = _COMPUTE_MODES.get(g.compute_mode, g.compute_mode)
     # Whole watts, cut (not rounded): 100.89 W prints as 100W (corpus nvml/nvidia_smi_default_8xH100_SXM.txt).
-    power = f"{int(g.power_draw_w):>15}W / {int(g.power_limit_w):>4}W "
+    # The draw and the limit share 24 columns: "  46W / 400W" on R535, "100W /  700W" from R550.
+    draw = 19 - limit_digits
+    power = f"{int(g.power_draw_w):>{draw}}W / {int(g.power_limit_w):>{limit_digits}}W "
+    pad = middle - 22  # the wider R550 cell pads the bus id and memory figures on the left
+    used = f"{g.memory_used_mib}MiB"
     return [
-        f"|{g.index:>4}  {name:<31}{pm:<3} |   {g.bus_id} {'Off':<3} |{ecc:>21} |",
+        f"|{g.index:>4}  {name:<31}{pm:<3} | {'':{pad}}{g.bus_id} {'Off':<3} |{ecc:>21} |",
         f"| N/A{g.temperature_c:>5}C    {g.performance_state:<2}{power}|"
-        f"{g.memory_used_mib:>8}MiB / {g.memory_total_mib:>6}MiB |{util:>8}{compute:>13} |",
-        f"|{'':41}|{'':24}|{mig:>21} |",
+        f"{used:>{10 + pad // 2}} / {g.memory_total_mib:>{5 + pad // 2}}MiB |{util:>8}{compute:>13} |",
+        f"|{'':41}|{'':{middle}}|{mig:>21} |",
     ]
 
 
-def _mig_table(gpus: list[GpuState]) -> list[str]:
+def _mig_table(gpus: list[GpuState], inner: int = 89, memory_width: int = 34) -> list[str]:
     from assessor.sim.tools.nvidia_smi_mig_cmd import device_resources
 
-    cells = "+------------------+----------------------------------+-----------+-----------------------+"
+    rule = "+" + "-" * inner + "+"
+    cells = "+------------------+" + "-" * memory_width + "+-----------+-----------------------+"
+    if memory_width == 32:  # R535 (corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt)
+        heads = [
+            "| GPU  GI  CI  MIG |                   Memory-Usage |        Vol|      Shared           |",
+            "|      ID  ID  Dev |                     BAR1-Usage | SM     Unc| CE ENC DEC OFA JPG    |",
+        ]
+    else:
+        heads = [
+            "| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |",
+            "|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC  DEC  OFA  JPG |",
+        ]
     lines = [
-        _RULE,
-        "| MIG devices:".ljust(90) + "|",
+        rule,
+        "| MIG devices:".ljust(inner + 1) + "|",
         cells,
-        "| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |",
-        "|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC  DEC  OFA  JPG |",
-        "|                  |                                  |        ECC|                       |",
-        "|==================+==================================+===========+=======================|",
+        *heads,
+        "|                  |" + " " * memory_width + "|        ECC|                       |",
+        "|==================+" + "=" * memory_width + "+===========+=======================|",
     ]
     rows = 0
     for gpu in gpus:
@@ -329,34 +399,39 @@ def _mig_table(gpus: list[GpuState]) -> list[str]:
             memory = f"{0}MiB / {r.memory_mib}MiB"
             bar1 = f"{0}MiB / {r.bar1_mib}MiB"
             lines.append(
-                f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}    |{r.sm:>3}{0:>7} |"
-                f"{r.ce:>3}{r.enc:>4}{r.dec:>5}{r.ofa:>5}{r.jpeg:>5} |"
+                f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}{'':{memory_width - 30}}|"
+                f"{r.sm:>3}{0:>7} |{r.ce:>3}{r.enc:>4}{r.dec:>5}{r.ofa:>5}{r.jpeg:>5} |"
             )
-            lines.append(f"|{'':18}|{bar1:>32}  |{'':11}|{'':23}|")
+            lines.append(f"|{'':18}|{bar1:>{memory_width - 2}}  |{'':11}|{'':23}|")
             lines.append(cells)
             rows += 1
     if rows == 0:
-        lines.append("|  No MIG devices found".ljust(90) + "|")
-        lines.append(_RULE)
+        lines.append("|  No MIG devices found".ljust(inner + 1) + "|")
+        lines.append(rule)
     return lines
 
 
-def _process_table(gpus: list[GpuState]) -> list[str]:
+def _process_table(gpus: list[GpuState], inner: int = 89, pid_width: int = 10) -> list[str]:
+    rule = "+" + "-" * inner + "+"
+    name_width = inner - 5 - 6 - 5 - pid_width - 7 - 3 - 14 - 1
+    head = f"|  GPU   GI   CI{'PID':>{pid_width + 1}}   Type   Process name"
     lines = [
-        _RULE,
-        "| Processes:                                                                              |",
-        "|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |",
-        "|        ID   ID                                                               Usage      |",
-        "|=========================================================================================|",
+        rule,
+        "| Processes:".ljust(inner + 1) + "|",
+        head.ljust(inner + 1 - 11) + "GPU Memory |",
+        "|        ID   ID".ljust(inner + 1 - 11) + "Usage      |",
+        "|" + "=" * inner + "|",
     ]
     procs = [(g, p) for g in gpus for p in g.processes]
     if not procs:
-        lines.append("|  No running processes found".ljust(90) + "|")
+        lines.append("|  No running processes found".ljust(inner + 1) + "|")
     for gpu, p in procs:
-        name = p.name if len(p.name) <= 38 else "..." + p.name[-35:]
+        name = p.name if len(p.name) <= name_width else "..." + p.name[-(name_width - 3) :]
         memory = f"{p.used_memory_mib}MiB"
-        lines.append(f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>10}{p.type:>7}   {name:<38}{memory:>14} |")
-    lines.append(_RULE)
+        lines.append(
+            f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>{pid_width}}{p.type:>7}   {name:<{name_width}}{memory:>14} |"
+        )
+    lines.append(rule)
     return lines
 
 

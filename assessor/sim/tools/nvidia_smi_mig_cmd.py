@@ -51,6 +51,81 @@ _CHANGES = {
     "-dgi": "dgi",
     "--destroy-gpu-instance": "dgi",
 }
+# nvidia-smi mig -h (R535+): the option list nvidia-smi prints, in its order.
+HELP = """
+    mig -- Multi Instance GPU management.
+
+    Usage: nvidia-smi mig [options]
+
+    Options include:
+    [-h | --help]: Display help information
+    [-i | --id]: Enumeration index, PCI bus ID or UUID. Provide comma
+                 separated values for more than one device
+    [-gi | --gpu-instance-id]: GPU instance ID. Provide comma separated
+                               values for more than one GPU instance
+    [-ci | --compute-instance-id]: Compute instance ID. Provide comma
+                                   separated values for more than one
+                                   compute instance
+    [-lgip | --list-gpu-instance-profiles]: List supported GPU instance
+                                            profiles. Option -i can be
+                                            used to restrict the command
+                                            to run on a specific GPU.
+    [-lgipp | --list-gpu-instance-possible-placements]: List possible
+                                            GPU instance placements in the
+                                            following format, {Start}:Size.
+                                            Option -i can be used to
+                                            restrict the command to run on
+                                            a specific GPU.
+    [-C | --default-compute-instance]: Create compute instance with
+                                       the default profile when used
+                                       with the option to create a GPU
+                                       instance (-cgi).
+    [-cgi | --create-gpu-instance]: Create GPU instances for the given
+                                    profile tuples. A profile tuple
+                                    consists of a profile name or ID and
+                                    an optional placement specifier,
+                                    which consists of a colon and a
+                                    placement start index. Provide
+                                    comma separated values for more
+                                    than one profile tuple. Option -i
+                                    can be used to restrict the command
+                                    to run on a specific GPU.
+    [-dgi | --destroy-gpu-instance]: Destroy GPU instances. Options -i
+                                     and -gi can be used individually or
+                                     combined to restrict the command to
+                                     run on a specific GPU or GPU
+                                     instance.
+    [-lgi | --list-gpu-instances]: List GPU instances. Option -i can be
+                                   used to restrict the command to run
+                                   on a specific GPU.
+    [-lcip | --list-compute-instance-profiles]: List supported compute
+                                   instance profiles. Options -i and -gi
+                                   can be used individually or combined
+                                   to restrict the command to run on a
+                                   specific GPU or GPU instance.
+    [-cci | --create-compute-instance]: Create compute instance for the
+                                   given profile names or IDs. Provide
+                                   comma separated values for more than
+                                   one profile. If no profile name or ID
+                                   is given, then the default compute
+                                   instance profile ID will be used.
+                                   Options -i and -gi can be used
+                                   individually or combined to restrict
+                                   the command to run on a specific GPU
+                                   or GPU instance.
+    [-dci | --destroy-compute-instance]: Destroy compute instances.
+                                   Options -i, -gi and -ci can be used
+                                   individually or combined to restrict
+                                   the command to run on a specific GPU
+                                   or GPU instance or compute instance.
+    [-lci | --list-compute-instances]: List compute instances. Options
+                                   -i and -gi can be used individually
+                                   or combined to restrict the command
+                                   to run on a specific GPU or GPU
+                                   instance.
+
+"""
+
 _TAKES_LIST = {"cgi": True, "cci": False}  # -cgi needs its list; -cci's is optional (default profile)
 
 
@@ -167,6 +242,11 @@ class DeviceResources:
     jpeg: int
 
 
+# MIG device memory where the driver gives a GI less than -lgip's figure: an A100-SXM4-40GB on R535 shows
+# 19968 MiB for a 3g.20gb (corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt) where an R510 -lgip said 19.62.
+_DEVICE_MEMORY_MIB = {("A100-SXM4-40GB", "3g.20gb"): 19968, ("A100-SXM4-40GB", "4g.20gb"): 19968}
+
+
 def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceState) -> DeviceResources:
     """Memory, BAR1 and engines of a MIG device, from its GI and CI profiles."""
     try:
@@ -174,10 +254,15 @@ def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceSta
         ci_profile = next(c for c in engine.ci_profiles_for(gpu.name, gi.profile_id) if c.id == ci.profile_id)
     except (engine.MigUnsupported, engine.MigError, StopIteration):
         return DeviceResources(0, 0, 0, 0, 0, 0, 0, 0)
-    # BAR1 is split by memory slots: 65535 MiB for a 4-slot GI, 16383 for one slot (corpus H100 NVL table).
+    from assessor.sim.tools.nvidia_smi_query import bar1_total_mib
+
+    # BAR1 is split evenly over the eight memory slots, less 1 MiB: H100 NVL (128 GiB BAR1) 65535 MiB for a
+    # 4-slot GI, A100 40GB (64 GiB) 32767 (corpus nvml/nvidia_smi_mig_devices_H100_NVL.txt, ..._A100_40GB_mig_535).
+    # Memory: -lgip prints GiB cut to two decimals (46.38 for 46.375); the box prints the exact MiB.
+    memory = _DEVICE_MEMORY_MIB.get((gpu.name.removeprefix("NVIDIA "), profile.name))
     return DeviceResources(
-        memory_mib=round(profile.memory_gib * 1024),
-        bar1_mib=gi.size * 16384 - 1,
+        memory_mib=memory if memory is not None else round(round(profile.memory_gib * 8) / 8 * 1024),
+        bar1_mib=gi.size * (bar1_total_mib(gpu) // 8) - 1,
         sm=ci_profile.sm,
         ce=profile.ce,
         enc=profile.enc,
@@ -192,6 +277,8 @@ def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceSta
 
 def mig(args: list[str], session: Session) -> ToolResult:
     """Run ``nvidia-smi mig ARGS``."""
+    if "-h" in args or "--help" in args:
+        return ToolResult(EXIT_OK, HELP)
     parsed = parse_args(args)
     if parsed is None:
         return usage_error()

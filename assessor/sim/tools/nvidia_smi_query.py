@@ -7,16 +7,20 @@ where the state says ``None``, and, as the real driver does, report row remappin
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from xml.sax.saxutils import escape
 
 from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState
 from assessor.sim.tools.nvidia_smi_common import enabled
 
 NA = "N/A"
+
+
+def escape(text: str) -> str:
+    """XML character data: ``&``, ``<`` and ``>`` escaped (xml.sax.saxutils pulls in urllib and ssl)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 # State throttle-reason keys in the order nvidia-smi lists them, with their XML tag suffix and -q label.
 _REASONS: list[tuple[str, str, str]] = [
@@ -55,6 +59,8 @@ def throttle_mask(gpu: GpuState) -> int:
 
 def mig_uuid(gpu: GpuState, gi_id: int, ci_id: int) -> str:
     """A deterministic MIG device UUID (MIG-8-4-4-4-12) for a GPU's GI/CI pair."""
+    import hashlib  # here: OpenSSL's start-up costs every shim call otherwise
+
     h = hashlib.sha256(f"{gpu.uuid}:{gi_id}:{ci_id}".encode()).hexdigest()
     return f"MIG-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
@@ -390,34 +396,130 @@ def _banks(g: GpuState) -> int:
 
 
 class _Text:
-    """``Key : value`` lines with the colon in column 43, as nvidia-smi -q aligns them."""
+    """``Key : value`` lines with the colon in column 43, as nvidia-smi -q aligns them.
 
-    def __init__(self) -> None:
+    ``only`` holds the ``-d`` section names asked for; a line belongs to the section named by the last
+    :meth:`section` call (None: the part of ``-q`` that no ``-d`` name selects) and is kept when asked for.
+    """
+
+    def __init__(self, only: frozenset[str] | None = None) -> None:
         self.lines: list[str] = []
+        self.only = only
+        self.current: str | None = None
+
+    def section(self, name: str | None) -> None:
+        self.current = name
+
+    def _kept(self) -> bool:
+        return self.only is None or (self.current is not None and self.current in self.only)
 
     def kv(self, depth: int, key: str, value: object) -> None:
-        self.lines.append(f"{'    ' * depth}{key}".ljust(42) + f": {value}")
+        if self._kept():
+            self.lines.append(f"{'    ' * depth}{key}".ljust(42) + f": {value}")
 
     def head(self, depth: int, title: str) -> None:
-        self.lines.append(f"{'    ' * depth}{title}")
+        if self._kept():
+            self.lines.append(f"{'    ' * depth}{title}")
 
 
-def render_text(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
-    """``nvidia-smi -q`` of ``gpus``."""
-    t = _Text()
+# The ``-d`` names nvidia-smi accepts (nvidia-smi -h, "-d, --display="). Those the simulator has no
+# lines for print the header and the GPU line only, as the real one does where a section does not apply.
+DISPLAY_SECTIONS = frozenset(
+    {
+        "MEMORY",
+        "UTILIZATION",
+        "ECC",
+        "TEMPERATURE",
+        "POWER",
+        "CLOCK",
+        "COMPUTE",
+        "PIDS",
+        "PERFORMANCE",
+        "SUPPORTED_CLOCKS",
+        "PAGE_RETIREMENT",
+        "ACCOUNTING",
+        "ENCODER_STATS",
+        "SUPPORTED_GPU_TARGET_TEMP",
+        "VOLTAGE",
+        "FBC_STATS",
+        "ROW_REMAPPER",
+        "RESET_STATUS",
+        "GSP_FIRMWARE_VERSION",
+        "POWER_SMOOTHING",
+        "POWER_PROFILES",
+        "PCIE",  # the PCI block: link generation, width, replays (accepted by current drivers, not in -h)
+    }
+)
+
+
+def display_sections(value: str) -> frozenset[str] | None:
+    """The sections a ``-d`` value names (comma-separated, any case); None when one is not a section."""
+    names = frozenset(part.strip().upper() for part in value.split(",") if part.strip())
+    return names if names and names <= DISPLAY_SECTIONS else None
+
+
+def render_text(
+    state: NodeState, gpus: list[GpuState], now: datetime | None = None, only: frozenset[str] | None = None
+) -> str:
+    """``nvidia-smi -q`` of ``gpus``; with ``only`` (``-d``), the header and just those sections."""
+    t = _Text(only)
     t.lines += ["", "==============NVSMI LOG==============", ""]
-    t.kv(0, "Timestamp", timestamp(now))
-    t.kv(0, "Driver Version", state.driver.version)
-    t.kv(0, "CUDA Version", state.driver.cuda_version)
+    t.lines.append("Timestamp".ljust(42) + f": {timestamp(now)}")
+    t.lines.append("Driver Version".ljust(42) + f": {state.driver.version}")
+    t.lines.append("CUDA Version".ljust(42) + f": {state.driver.cuda_version}")
     t.lines.append("")
-    t.kv(0, "Attached GPUs", sum(1 for g in state.gpus if not g.lost))
+    t.lines.append("Attached GPUs".ljust(42) + f": {sum(1 for g in state.gpus if not g.lost)}")
     for g in gpus:
+        t.lines.append(f"GPU {g.bus_id}")
         _text_gpu(t, state, g)
+        t.lines.append("")
     return "\n".join(t.lines) + "\n"
 
 
+# Per board model: BAR1 size and the inforom a public capture shows. BAR1 is split evenly over the eight
+# MIG memory slots, so a MIG device's BAR1 is its slots' share minus 1 MiB (A100 40GB 3g.20gb: 32767 MiB).
+# Sources: A100 40GB: corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt (4 slots -> 32767); A100 80GB:
+# nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml (2 slots -> 32767, inforom G506.0212.00.01, ECC object
+# 6.16); H100 SXM: nvml/nvidia_smi_q_H100_SXM_gpu0.txt (131072, G520.0200.00.05, 7.16); H100 NVL:
+# nvml/nvidia_smi_mig_devices_H100_NVL.txt (4 slots -> 65535). H200 and L40S are not in the corpus: their
+# BAR1 (256 GiB, 64 GiB) is as NVIDIA's product briefs give it.
+_BAR1_MIB = {
+    "A100-SXM4-40GB": 65536,
+    "A100-PCIE-40GB": 65536,
+    "A100-SXM4-80GB": 131072,
+    "A100 80GB PCIe": 131072,
+    "H100 80GB HBM3": 131072,
+    "H100 NVL": 131072,
+    "H200": 262144,
+    "L40S": 65536,
+}
+_INFOROM = {  # architecture -> (OEM object, ECC object)
+    "Ampere": ("2.0", "6.16"),
+    "Hopper": ("2.1", "7.16"),
+    "Ada Lovelace": ("2.1", "7.16"),
+}
+_GPU_PART = {0x20B210DE: "20B2-895-A1", 0x233010DE: "2330-885-A1"}
+
+
+def bar1_total_mib(gpu: GpuState) -> int:
+    """The BAR1 aperture of a GPU model (MiB); 128 GiB for a model not in the table."""
+    for model, mib in _BAR1_MIB.items():
+        if model in gpu.name:
+            return mib
+    return 131072
+
+
+def _inforom_image(gpu: GpuState) -> str:
+    # The image version follows the board part number: 692-2G520-0200-000 carries G520.0200.00.05.
+    part = (gpu.board_part_number or "").split("-")
+    if len(part) >= 3 and part[1][:1].isdigit():
+        return f"{part[1][1:]}.{part[2]}.00.05"
+    return NA
+
+
 def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
-    t.head(0, f"GPU {g.bus_id}")
+    new_layout = _driver_major(state) >= 550
+    t.section(None)
     t.kv(1, "Product Name", g.name)
     t.kv(1, "Product Brand", "NVIDIA")
     t.kv(1, "Product Architecture", g.architecture)
@@ -428,17 +530,48 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(1, "MIG Mode")
     t.kv(2, "Current", enabled(g.mig_mode_current if g.mig_supported else None))
     t.kv(2, "Pending", enabled(g.mig_mode_pending if g.mig_supported else None))
+    t.section("ACCOUNTING")
     t.kv(1, "Accounting Mode", "Disabled")
     t.kv(1, "Accounting Mode Buffer Size", 4000)
+    t.section(None)
     t.kv(1, "Serial Number", g.serial)
     t.kv(1, "GPU UUID", g.uuid)
     t.kv(1, "Minor Number", NA if g.minor_number is None else g.minor_number)
     t.kv(1, "VBIOS Version", g.vbios)
     t.kv(1, "MultiGPU Board", "No")
+    # Board ID: the PCI bus and device numbers, bus << 8 | device (00000000:18:00.0 -> 0x1800, 00000000:00:1E.0
+    # -> 0x1e in the captures).
+    _, bus_hex, devfn_hex = g.bus_id.split(":")
+    t.kv(1, "Board ID", f"0x{int(bus_hex, 16) << 8 | int(devfn_hex.split('.')[0], 16):x}")
     t.kv(1, "Board Part Number", g.board_part_number or NA)
+    t.kv(1, "GPU Part Number", _GPU_PART.get(g.pci_device_id, NA))
+    t.kv(1, "FRU Part Number", NA)
+    # SXM modules sit in numbered baseboard slots; a PCIe card has no module id.
+    module = g.index + 1 if g.fabric_state is not None or g.nvlinks else NA
+    if new_layout:
+        t.head(1, "Platform Info")
+        for key in ("RACK Serial Number", "Chassis Physical Slot Number", "Compute Slot Index", "Node Index"):
+            t.kv(2, key, NA)
+        t.kv(2, "Peer Type", NA)
+        t.kv(2, "Module Id", module)
+    else:
+        t.kv(1, "Module ID", module)
+    oem, ecc_object = _INFOROM.get(g.architecture, (NA, NA))
+    t.head(1, "Inforom Version")
+    t.kv(2, "Image Version", _inforom_image(g))
+    t.kv(2, "OEM Object", oem)
+    t.kv(2, "ECC Object", ecc_object if g.ecc_mode_current is not None else NA)
+    t.kv(2, "Power Management Object", NA)
+    t.head(1, "GPU Operation Mode")
+    t.kv(2, "Current", NA)
+    t.kv(2, "Pending", NA)
+    t.section("RESET_STATUS")
     t.head(1, "GPU Reset Status")
     t.kv(2, "Reset Required", _yes(_reset_required(g)))
     t.kv(2, "Drain and Reset Recommended", "No")
+    t.section("GSP_FIRMWARE_VERSION")
+    t.kv(1, "GSP Firmware Version", state.driver.version)
+    t.section("PCIE")
     t.head(1, "PCI")
     domain, bus, devfn = g.bus_id.split(":")
     t.kv(2, "Bus", f"0x{bus}")
@@ -457,18 +590,50 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(3, "Link Width")
     t.kv(4, "Max", f"{g.pcie_width_max}x")
     t.kv(4, "Current", f"{g.pcie_width_current}x")
+    t.section(None)
     t.kv(1, "Fan Speed", NA)
+    t.section("PERFORMANCE")
     t.kv(1, "Performance State", g.performance_state)
-    t.head(1, "Clocks Event Reasons")
+    # Renamed in R535 (corpus nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml: clocks_event_reasons).
+    t.head(1, "Clocks Event Reasons" if _driver_major(state) >= 535 else "Clocks Throttle Reasons")
     for key, _tag, label in _REASONS:
         depth = 3 if key in ("hw_thermal_slowdown", "hw_power_brake_slowdown") else 2
         t.kv(depth, label, "Active" if key in g.throttle_reasons else "Not Active")
+    t.section("MEMORY")
     t.head(1, "FB Memory Usage")
     t.kv(2, "Total", f"{g.memory_total_mib} MiB")
     t.kv(2, "Reserved", f"{g.memory_reserved_mib} MiB")
     t.kv(2, "Used", f"{g.memory_used_mib} MiB")
     t.kv(2, "Free", f"{memory_free_mib(g)} MiB")
+    bar1 = bar1_total_mib(g)
+    bar1_used = 1 if g.memory_used_mib else 0
+    t.head(1, "BAR1 Memory Usage")
+    t.kv(2, "Total", f"{bar1} MiB")
+    t.kv(2, "Used", f"{bar1_used} MiB")
+    t.kv(2, "Free", f"{bar1 - bar1_used} MiB")
+    t.head(1, "Conf Compute Protected Memory Usage")
+    for key in ("Total", "Used", "Free"):
+        t.kv(2, key, "0 MiB")
+    t.section("COMPUTE")
     t.kv(1, "Compute Mode", g.compute_mode)
+    t.section("UTILIZATION")
+    # MIG mode: utilization is per MIG device, and the GPU-level counters read N/A.
+    busy = NA if g.mig_mode_current else "0 %"  # as the default table's GPU-Util
+    t.head(1, "Utilization")
+    t.kv(2, "Gpu", busy)
+    t.kv(2, "Memory", NA if g.mig_mode_current else "0 %")
+    engines = ("Encoder", "Decoder", "JPEG", "OFA") if new_layout else ("Encoder", "Decoder")
+    for key in engines:
+        t.kv(2, key, NA if g.mig_mode_current else "0 %")
+    t.section("ENCODER_STATS")
+    t.head(1, "Encoder Stats")
+    for key in ("Active Sessions", "Average FPS", "Average Latency"):
+        t.kv(2, key, 0)
+    t.section("FBC_STATS")
+    t.head(1, "FBC Stats")
+    for key in ("Active Sessions", "Average FPS", "Average Latency"):
+        t.kv(2, key, 0)
+    t.section("ECC")
     t.head(1, "ECC Mode")
     t.kv(2, "Current", enabled(g.ecc_mode_current))
     t.kv(2, "Pending", enabled(g.ecc_mode_pending))
@@ -494,11 +659,13 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
         t.head(2, "Aggregate Uncorrectable SRAM Sources")
         for _, label in _SRAM_SOURCES:
             t.kv(3, label, 0 if on else NA)
+    t.section("PAGE_RETIREMENT")
     r = g.retired_pages
     t.head(1, "Retired Pages")
     t.kv(2, "Single Bit ECC", NA if r is None else r.single_bit)
     t.kv(2, "Double Bit ECC", NA if r is None else r.double_bit)
     t.kv(2, "Pending Page Blacklist", NA if r is None else _yes(r.pending))
+    t.section("ROW_REMAPPER")
     rows = g.remapped_rows
     if rows is None or not remap_visible(g):
         t.kv(1, "Remapped Rows", NA)
@@ -512,6 +679,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
         t.kv(3, "Max", f"{_banks(g)} bank(s)")
         for level in ("High", "Partial", "Low", "None"):
             t.kv(3, level, "0 bank(s)")
+    t.section("TEMPERATURE")
     t.head(1, "Temperature")
     t.kv(2, "GPU Current Temp", _temp(g.temperature_c))
     if tlimit_temperatures(state, g):
@@ -528,6 +696,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
         t.kv(2, "GPU Max Operating Temp", _temp(g.temperature_max_operating_c))
         t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
         t.kv(2, "Memory Max Operating Temp", _temp(g.temperature_memory_max_c))
+    t.section("POWER")
     t.head(1, "GPU Power Readings")
     t.kv(2, "Power Draw", _watts(g.power_draw_w))
     t.kv(2, "Current Power Limit", _watts(g.power_limit_w))
@@ -535,14 +704,17 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(2, "Default Power Limit", _watts(g.power_default_limit_w))
     t.kv(2, "Min Power Limit", _watts(g.power_min_limit_w))
     t.kv(2, "Max Power Limit", _watts(g.power_max_limit_w))
+    t.section("CLOCK")
     for title, source in (("Clocks", g.clocks_mhz), ("Max Clocks", g.max_clocks_mhz)):
         t.head(1, title)
         for key, label in (("graphics", "Graphics"), ("sm", "SM"), ("memory", "Memory"), ("video", "Video")):
             t.kv(2, label, _mhz(source, key))
+    t.section(None)
     t.head(1, "Fabric")
     t.kv(2, "State", g.fabric_state or NA)
     t.kv(2, "Status", g.fabric_status or NA)
     t.kv(2, "CliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
+    t.section("PIDS")
     if g.processes:
         t.head(1, "Processes")
         for p in g.processes:
@@ -554,7 +726,6 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
             t.kv(3, "Used GPU Memory", f"{p.used_memory_mib} MiB")
     else:
         t.kv(1, "Processes", "None")
-    t.lines.append("")
 
 
 # ---------------------------------------------------------------- --query-gpu
@@ -643,6 +814,9 @@ FIELDS: dict[str, Field] = {
     "remapped_rows.uncorrectable": Field(None, lambda s, g: _rows(g, "uncorrectable")),
     "remapped_rows.pending": Field(None, lambda s, g: _rows(g, "pending")),
     "remapped_rows.failure": Field(None, lambda s, g: _rows(g, "failure")),
+    "compute_cap": Field(None, lambda s, g: compute_capability(g)),
+    "fabric.state": Field(None, lambda s, g: g.fabric_state),
+    "fabric.status": Field(None, lambda s, g: g.fabric_status),
     "mig.mode.current": Field(None, lambda s, g: _pstate_mig(g, pending=False)),
     "mig.mode.pending": Field(None, lambda s, g: _pstate_mig(g, pending=True)),
 }
@@ -666,6 +840,17 @@ ALIASES = {
     "power.draw.instant": "power.draw",
     "power.management.limit": "power.limit",
 }
+
+
+# CUDA compute capability by architecture; Ampere data-centre parts (A100, A30) are 8.0, the others 8.6.
+_COMPUTE_CAP = {"Volta": "7.0", "Turing": "7.5", "Ada Lovelace": "8.9", "Hopper": "9.0", "Blackwell": "10.0"}
+
+
+def compute_capability(gpu: GpuState) -> str | None:
+    """``compute_cap``: the CUDA compute capability, Major.Minor."""
+    if gpu.architecture == "Ampere":
+        return "8.0" if any(model in gpu.name for model in ("A100", "A30")) else "8.6"
+    return _COMPUTE_CAP.get(gpu.architecture)
 
 
 def _opt_w(value: float | None) -> str | None:
@@ -701,5 +886,126 @@ def render_csv(
                 cells.append(f"{value} {f.unit}")
             else:
                 cells.append(str(value))
+        lines.append(", ".join(cells))
+    return "".join(line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------- --query-remapped-rows, --query-compute-apps
+
+
+def _flag(value: bool) -> int:
+    return 1 if value else 0
+
+
+# --query-remapped-rows prints its yes/no fields as 0/1 (stas00/ml-engineering, debug.md capture).
+REMAPPED_ROW_FIELDS: dict[str, Field] = {
+    "gpu_bus_id": Field(None, lambda s, g: g.bus_id),
+    "gpu_uuid": Field(None, lambda s, g: g.uuid),
+    "gpu_name": Field(None, lambda s, g: g.name),
+    "remapped_rows.correctable": Field(None, lambda s, g: _remap(g, "correctable")),
+    "remapped_rows.uncorrectable": Field(None, lambda s, g: _remap(g, "uncorrectable")),
+    "remapped_rows.pending": Field(None, lambda s, g: _remap(g, "pending")),
+    "remapped_rows.failure": Field(None, lambda s, g: _remap(g, "failure")),
+}
+
+
+def _remap(g: GpuState, attr: str) -> object:
+    if g.remapped_rows is None or not remap_visible(g):
+        return None
+    value = getattr(g.remapped_rows, attr)
+    return _flag(value) if isinstance(value, bool) else value
+
+
+@dataclass(frozen=True)
+class ComputeApp:
+    """One row of ``--query-compute-apps``: a compute process on a GPU."""
+
+    gpu: GpuState
+    pid: int
+    name: str
+    used_memory_mib: int
+
+
+def compute_apps(state: NodeState, gpus: list[GpuState]) -> list[ComputeApp]:
+    """The compute processes on ``gpus``: each GPU's own, and any the node lists with the GPU they use.
+
+    A node-level ``processes`` list (``gpu`` index or ``bus_id``, ``pid``, ``name``, ``used_memory_mib``) is read
+    when the state has one; graphics processes (type G) are not compute apps.
+    """
+    apps = [
+        ComputeApp(g, p.pid, p.name, p.used_memory_mib) for g in gpus for p in g.processes if p.type in ("C", "C+G")
+    ]
+    seen = {(a.gpu.index, a.pid) for a in apps}
+    for p in getattr(state, "processes", None) or []:
+        get = p.get if isinstance(p, dict) else lambda key, default=None, _p=p: getattr(_p, key, default)
+        where = get("gpu", get("gpu_index"))
+        bus = get("bus_id")
+        gpu = next((g for g in gpus if g.index == where or (bus is not None and g.bus_id == bus)), None)
+        pid = get("pid")
+        if gpu is None or not isinstance(pid, int) or (gpu.index, pid) in seen or get("type", "C") == "G":
+            continue
+        apps.append(ComputeApp(gpu, pid, str(get("name", "")), int(get("used_memory_mib", 0) or 0)))
+    return apps
+
+
+COMPUTE_APP_FIELDS: dict[str, Field] = {
+    "timestamp": Field(None, lambda s, g: datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]),
+    "gpu_name": Field(None, lambda s, g: g.name),
+    "gpu_bus_id": Field(None, lambda s, g: g.bus_id),
+    "gpu_serial": Field(None, lambda s, g: g.serial),
+    "gpu_uuid": Field(None, lambda s, g: g.uuid),
+}
+_APP_FIELDS: dict[str, tuple[str | None, Callable[[ComputeApp], object]]] = {
+    "pid": (None, lambda a: a.pid),
+    "process_name": (None, lambda a: a.name),
+    "name": (None, lambda a: a.name),
+    "used_gpu_memory": ("MiB", lambda a: a.used_memory_mib),
+    "used_memory": ("MiB", lambda a: a.used_memory_mib),
+}
+
+
+def compute_app_field_known(name: str) -> bool:
+    key = name.strip()
+    return key in COMPUTE_APP_FIELDS or key in _APP_FIELDS
+
+
+def render_remapped_rows_csv(
+    state: NodeState, gpus: list[GpuState], names: list[str], *, header: bool = True, units: bool = True
+) -> str:
+    """``--query-remapped-rows=NAMES --format=csv[,...]``: one row per GPU (names already validated)."""
+    del units  # no remapped-rows field has a unit
+    keys = [n.strip() for n in names]
+    lines = [", ".join(keys)] if header else []
+    for gpu in gpus:
+        cells = []
+        for key in keys:
+            value = REMAPPED_ROW_FIELDS[key].value(state, gpu)
+            cells.append("[N/A]" if value is None else str(value))
+        lines.append(", ".join(cells))
+    return "".join(line + "\n" for line in lines)
+
+
+def render_compute_apps_csv(
+    state: NodeState, gpus: list[GpuState], names: list[str], *, header: bool = True, units: bool = True
+) -> str:
+    """``--query-compute-apps=NAMES --format=csv[,...]``: one row per compute process; a header alone when none."""
+    keys = [n.strip() for n in names]
+    lines = []
+    if header:
+        heads = []
+        for key in keys:
+            unit = _APP_FIELDS[key][0] if key in _APP_FIELDS else None
+            heads.append(f"{key} [{unit}]" if units and unit else key)
+        lines.append(", ".join(heads))
+    for app in compute_apps(state, gpus):
+        cells = []
+        for key in keys:
+            if key in _APP_FIELDS:
+                unit, get = _APP_FIELDS[key]
+                value = get(app)
+                cells.append(f"{value} {unit}" if units and unit else str(value))
+            else:
+                gv = COMPUTE_APP_FIELDS[key].value(state, app.gpu)
+                cells.append("[N/A]" if gv is None else str(gv))
         lines.append(", ".join(cells))
     return "".join(line + "\n" for line in lines)
