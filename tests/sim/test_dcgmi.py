@@ -9,7 +9,7 @@ from assessor.parsers import parse
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 SOFTWARE = [
     "Denylist",

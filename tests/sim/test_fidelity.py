@@ -15,7 +15,7 @@ from assessor.sim import mig
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
-from tests.conftest import read_corpus
+from tests.support.corpus import read_corpus
 
 
 def run(state: NodeState, *argv: str) -> str:

@@ -143,7 +143,7 @@ def sim_message_texts() -> list[tuple[str, str]]:
     """What ``gpulab sim`` prints that names a command (the next steps after init, fault texts)."""
     texts = []
     # The CLI is one module on older trees and a package (assessor/cli/sim.py ...) on newer ones.
-    paths = [ROOT / "assessor" / "cli.py", *sorted((ROOT / "assessor" / "cli").glob("*.py"))]
+    paths = sorted((ROOT / "assessor" / "cli").glob("*.py"))
     paths += [ROOT / "assessor" / "sim" / "faults.py", ROOT / "assessor" / "sim" / "shim.py"]
     for path in paths:
         if path.is_file():
