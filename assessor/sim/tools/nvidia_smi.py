@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from assessor.sim import clock
+from assessor.sim.gpu_clients import NO_RESET_FOR_MIG, gpu_holders, mig_change_blockers
 from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nvidia_smi_common import (
@@ -49,9 +51,6 @@ from assessor.sim.tools.nvidia_smi_query import (
     timestamp,
 )
 
-# Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
-_NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
-
 _HELP = """NVIDIA System Management Interface -- v{version}
 
 NVSMI provides monitoring information for Tesla and select Quadro devices.
@@ -76,11 +75,13 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -i,   --id=                 Target a specific GPU.
     -x,   --xml-format          Produce XML output.
           --query-gpu=          Information about GPU.
+          --query-compute-apps= List of currently active compute processes.
           --format=             Comma separated list of format options: csv, noheader, nounits.
 
   DEVICE MODIFICATION OPTIONS:
 
     -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
+    -e,   --ecc-config=         Toggle ECC support: 0/DISABLED, 1/ENABLED
     -r    --gpu-reset           Trigger reset of the GPU.
     -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
 
@@ -99,6 +100,7 @@ class _Args:
     actions: list[str] = field(default_factory=list)  # list, query, query-gpu, pm, reset, mig, help
     xml: bool = False
     query_gpu: str | None = None
+    query_apps: str | None = None
     fmt: str | None = None
     value: str | None = None  # the argument of -pm / -mig
 
@@ -111,6 +113,9 @@ _VALUE_OPTIONS = {
     "-mig": "mig",
     "--multi-instance-gpu": "mig",
     "--query-gpu": "query-gpu",
+    "--query-compute-apps": "query-apps",
+    "-e": "ecc",
+    "--ecc-config": "ecc",
     "--format": "format",
     "-d": "display",
     "--display": "display",
@@ -142,12 +147,15 @@ def _parse(args: list[str]) -> _Args | None:
             kind = _VALUE_OPTIONS[name]
             if kind == "ids":
                 parsed.ids = value
-            elif kind in ("pm", "mig"):
+            elif kind in ("pm", "mig", "ecc"):
                 parsed.actions.append(kind)
                 parsed.value = value
             elif kind == "query-gpu":
                 parsed.actions.append("query-gpu")
                 parsed.query_gpu = value
+            elif kind == "query-apps":
+                parsed.actions.append("query-apps")
+                parsed.query_apps = value
             elif kind == "format":
                 parsed.fmt = value
             # -d (sections of -q) is accepted; the simulated -q prints every section it has.
@@ -163,7 +171,7 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
         return None
-    if parsed.fmt is not None and parsed.actions != ["query-gpu"]:
+    if parsed.fmt is not None and parsed.actions not in (["query-gpu"], ["query-apps"]):
         return None
     return parsed
 
@@ -178,7 +186,7 @@ def main(args: list[str], session: Session) -> ToolResult:
     action = parsed.actions[0] if parsed.actions else "summary"
     if action == "help":
         return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
-    if action in ("pm", "reset", "mig"):
+    if action in ("pm", "reset", "mig", "ecc"):
         with session.update() as state:
             return _modify(action, parsed, state, session.euid)
     state = session.read()
@@ -187,15 +195,20 @@ def main(args: list[str], session: Session) -> ToolResult:
         return refusal
     lost = lost_lines(chosen)
     gpus = visible(chosen)
+    now = clock.now(state)  # the node's clock, the one dmesg -T and systemctl read too
     if action == "query-gpu":
         out = _query_gpu(state, gpus, parsed)
+    elif action == "query-apps":
+        from assessor.sim.tools.nvidia_smi_apps import query_compute_apps
+
+        out = query_compute_apps(gpus, parsed.query_apps or "", parsed.fmt)
     elif action == "list":
         out = ToolResult(EXIT_OK, list_gpus(gpus))
     elif action == "query":
         render = render_xml if parsed.xml else render_text
-        out = ToolResult(EXIT_OK, render(state, gpus))
+        out = ToolResult(EXIT_OK, render(state, gpus, now))
     else:
-        out = ToolResult(EXIT_OK, summary(state, gpus))
+        out = ToolResult(EXIT_OK, summary(state, gpus, now))
     if lost:
         # The lost GPU's line goes to stderr; the others are still listed (exit: the GPU is lost).
         code = EXIT_GPU_LOST if out.exit_code == EXIT_OK else out.exit_code
@@ -355,7 +368,9 @@ def _process_table(gpus: list[GpuState]) -> list[str]:
     for gpu, p in procs:
         name = p.name if len(p.name) <= 38 else "..." + p.name[-35:]
         memory = f"{p.used_memory_mib}MiB"
-        lines.append(f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>10}{p.type:>7}   {name:<38}{memory:>14} |")
+        gi = "N/A" if p.gi_id is None else str(p.gi_id)
+        ci = "N/A" if p.ci_id is None else str(p.ci_id)
+        lines.append(f"|{gpu.index:>5}{gi:>6}{ci:>5}{p.pid:>10}{p.type:>7}   {name:<38}{memory:>14} |")
     lines.append(_RULE)
     return lines
 
@@ -387,14 +402,19 @@ def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResu
     if action == "reset":
         fabric_manager = state.services.get("nvidia-fabricmanager.service")
         return gpu_reset(
-            chosen, euid, fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active"
+            chosen,
+            euid,
+            fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active",
+            state=state,
         )
     mode = _mode(parsed.value)
     if mode is None:
         return usage_error()
     if action == "pm":
         return set_persistence(chosen, mode, euid)
-    return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None)
+    if action == "ecc":
+        return set_ecc_mode(chosen, mode, euid)
+    return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None, state=state)
 
 
 def _mode(value: str | None) -> bool | None:
@@ -426,9 +446,28 @@ def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
     return result(EXIT_OK, lines)
 
 
-def _clients(gpu: GpuState) -> bool:
-    """Something holds the GPU open: a process on it, or an agent named in ``mig_reset_blocked_by``."""
-    return bool(gpu.processes or gpu.mig_reset_blocked_by)
+def set_ecc_mode(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
+    """``nvidia-smi -e 0|1``: root only; the new mode is pending until the GPU is reset or the node reboots.
+
+    nvidia-smi's messages (a DGX A100 capture: "Disabled ECC support for GPU 00000000:07:00.0."); the
+    pending mode shows in ``-q`` as "Pending" under "ECC Mode" and applies at the next reset or reboot.
+    """
+    word = "Enabled" if on else "Disabled"
+    lines = []
+    for gpu in gpus:
+        if euid != 0:
+            lines += [f"Unable to set the ECC mode for GPU {gpu.bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+            return result(EXIT_NO_PERMISSION, lines)
+        if gpu.ecc_mode_current is None:
+            lines += [f"Unable to set the ECC mode for GPU {gpu.bus_id}: {NVML_NOT_SUPPORTED}", TERMINATING]
+            return result(EXIT_NOT_SUPPORTED, lines)
+        if gpu.ecc_mode_pending == on:
+            lines.append(f"ECC support is already {word} for GPU {gpu.bus_id}.")
+        else:
+            gpu.ecc_mode_pending = on
+            lines.append(f"{word} ECC support for GPU {gpu.bus_id}.")
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
 
 
 def reset_gpu_state(gpu: GpuState) -> None:
@@ -446,8 +485,28 @@ def reset_gpu_state(gpu: GpuState) -> None:
         gpu.retired_pages.pending = False
 
 
-def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -> ToolResult:
-    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while clients hold a GPU.
+def gpu_reset(
+    gpus: list[GpuState], euid: int, *, fabric_manager: bool = True, state: NodeState | None = None
+) -> ToolResult:
+    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while anything holds a GPU.
+
+    What holds a GPU is :func:`assessor.sim.gpu_clients.gpu_holders`: compute processes always; on a node
+    whose daemons hold the GPUs, also persistenced (or persistence mode), DCGM's nv-hostengine, the fabric
+    manager on NVSwitch A100s and a loaded nvidia_drm. The refusal is the one public captures show, exit
+    255 (NVIDIA/mig-parted#181, 4 GPUs; ComputeCanada/puppet-magic_castle#387, 1 GPU; NVIDIA/NVSentinel#1690,
+    persistence mode)::
+
+        The following GPUs could not be reset:
+          GPU 00000000:01:00.0: In use by another client
+
+        1 device is currently being used by one or more other processes (e.g., Fabric Manager, CUDA
+        application, graphics application such as an X server, or a monitoring application such as another
+        instance of nvidia-smi). Please first kill all processes using this device and all compute
+        applications running in the system.
+
+    (Drivers of 2020 worded the first line "GPU 00000000:C1:00.0 is currently in use by another process.",
+    NVIDIA/gpu-operator#118; the simulator prints the current form.) After the drain the reset succeeds:
+    "GPU 00000000:1A:00.0 was successfully reset." then "All done.".
 
     On an NVSwitch system a reset GPU registers with the fabric again, which the fabric manager does:
     with it stopped (``fabric_manager`` False) the GPU stays "In Progress" and CUDA refuses to start.
@@ -458,7 +517,7 @@ def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -
     for gpu in gpus:
         if gpu.passthrough:
             return result(EXIT_NOT_SUPPORTED, [f"Resetting GPU {gpu.bus_id} is not supported."])
-    busy = [g for g in gpus if _clients(g)]
+    busy = [g for g in gpus if _holders(state, g)]
     if busy:
         lines = ["The following GPUs could not be reset:"]
         lines += [f"  GPU {g.bus_id}: {NVML_IN_USE}" for g in busy]
@@ -474,6 +533,8 @@ def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -
     lines = []
     for gpu in gpus:
         reset_gpu_state(gpu)
+        if state is not None:
+            clock.advance(state, 1.0)
         if gpu.fabric_state is not None and not fabric_manager:
             gpu.fabric_state, gpu.fabric_status = "In Progress", None
         lines.append(f"GPU {gpu.bus_id} was successfully reset.")
@@ -492,13 +553,40 @@ def _persistence_warning(gpu: GpuState) -> list[str]:
     ]
 
 
-def set_mig_mode(gpus: list[GpuState], on: bool, euid: int, *, explicit: bool) -> ToolResult:
+def _holders(state: NodeState | None, gpu: GpuState) -> list[str]:
+    """What holds ``gpu``; without the node, only what the GPU itself records."""
+    if state is None:
+        return [f"{p.name} (pid {p.pid})" for p in gpu.processes] + list(gpu.mig_reset_blocked_by)
+    return gpu_holders(state, gpu)
+
+
+def _mig_blockers(state: NodeState | None, gpu: GpuState) -> list[str]:
+    if state is None:
+        if gpu.architecture in NO_RESET_FOR_MIG:
+            return [p.name for p in gpu.processes]
+        return _holders(None, gpu)
+    return mig_change_blockers(state, gpu)
+
+
+def set_mig_mode(
+    gpus: list[GpuState], on: bool, euid: int, *, explicit: bool, state: NodeState | None = None
+) -> ToolResult:
     """``nvidia-smi [-i IDS] -mig 0|1``.
 
     Root only. A GPU without MIG is a warning when every GPU was asked (no ``-i``) and an error when it was
     named. Disabling is refused while GPU instances exist. Before Hopper the driver must reset the GPU for
     the mode to take effect: with clients holding it, or in a VM where reset is not allowed, the new mode
-    stays pending with the driver's warning (MIG User Guide, "Enable MIG Mode").
+    stays pending with the driver's warning (MIG User Guide, "Enable MIG Mode"; NVIDIA/gpu-operator#118 and
+    #1845, an A100 on 580.65.06)::
+
+        Warning: MIG mode is in pending enable state for GPU 00000000:C1:00.0:In use by another client
+        00000000:C1:00.0 is currently being used by one or more other processes (e.g. CUDA application or a
+        monitoring application such as another instance of nvidia-smi). Please first kill all processes
+        using the device and retry the command or reboot the system to make MIG mode effective.
+        All done.
+
+    The pending mode applies at the next ``nvidia-smi -r`` or reboot. From Hopper on no reset is needed
+    (MIG User Guide: H100/H200 apply the mode at once), so only compute work on the GPU keeps it pending.
     """
     verb = "enable" if on else "disable"
     word = "Enabled" if on else "Disabled"
@@ -518,14 +606,14 @@ def set_mig_mode(gpus: list[GpuState], on: bool, euid: int, *, explicit: bool) -
             lines += [f"Unable to disable MIG Mode for GPU {gpu.bus_id}: {NVML_IN_USE}", TERMINATING]
             return result(EXIT_OTHER, lines)
         gpu.mig_mode_pending = on
-        needs_reset = gpu.architecture not in _NO_RESET_FOR_MIG and gpu.mig_mode_current != on
+        needs_reset = gpu.architecture not in NO_RESET_FOR_MIG and gpu.mig_mode_current != on
         if needs_reset and gpu.passthrough:
             lines += [
                 f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_NOT_SUPPORTED}",
                 f"Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU {gpu.bus_id}",
             ]
             continue
-        if needs_reset and _clients(gpu):
+        if gpu.mig_mode_current != on and _mig_blockers(state, gpu):
             lines += [
                 f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_IN_USE}",
                 f"{gpu.bus_id} is currently being used by one or more other processes (e.g. CUDA application or a "

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 from assessor.sim import clock
+from assessor.sim.config_root import fabric_manager_configured, persistenced_sets_persistence, read_config
 from assessor.sim.gpu_clients import cuda_processes, driver_handles
 from assessor.sim.state import ModuleState, NodeState, ServiceState
 from assessor.sim.tools import Session, ToolResult
@@ -311,7 +313,9 @@ def journalctl(args: list[str], session: Session) -> ToolResult:
             kernel = True
         elif arg in ("-u", "--unit"):
             if i + 1 >= len(args):
-                message = "option requires an argument -- 'u'" if arg == "-u" else "option '--unit' requires an argument"
+                message = (
+                    "option requires an argument -- 'u'" if arg == "-u" else "option '--unit' requires an argument"
+                )
                 return ToolResult(1, "", f"journalctl: {message}\n")
             i += 1
             unit = args[i]
@@ -391,7 +395,7 @@ def _unit_events(state: NodeState, unit: str, service: ServiceState) -> list[tup
     """(seconds since boot, who, message) of the unit's journal since boot, as its state implies."""
     desc = service.description or _UNITS.get(unit, (unit,))[0]
     comm = _UNITS.get(unit, (unit, "", unit))[2] or unit
-    pid = _main_pid(state, unit)
+    pid = main_pid(state, unit)
     events: list[tuple[float, str, str]] = []
 
     def started(t: float, ok: bool) -> None:
@@ -435,7 +439,9 @@ def unit_journal(state: NodeState, unit: str) -> list[str]:
     service = _service(state, unit)
     if service is None:
         return []
-    return [f"{_journal_time(state, t)} {state.host} {who}: {msg}" for t, who, msg in _unit_events(state, unit, service)]
+    return [
+        f"{_journal_time(state, t)} {state.host} {who}: {msg}" for t, who, msg in _unit_events(state, unit, service)
+    ]
 
 
 def fabric_manager_log(state: NodeState) -> str | None:
@@ -445,7 +451,7 @@ def fabric_manager_log(state: NodeState) -> str | None:
     service = _service(state, unit)
     if service is None:
         return None
-    tid = 1000 + _main_pid(state, unit) % 1000
+    tid = 1000 + main_pid(state, unit) % 1000
     lines = []
     for t, who, message in _unit_events(state, unit, service):
         if who.startswith("systemd"):
@@ -508,7 +514,8 @@ def _unit_name(name: str) -> str:
     return name if "." in name else f"{name}.service"
 
 
-def _main_pid(state: NodeState, unit: str) -> int:
+def main_pid(state: NodeState, unit: str) -> int:
+    """The PID of a unit's main process: stable for a host and unit, as ``systemctl status`` shows it."""
     return 1500 + int(hashlib.sha256(f"{state.host}:{unit}".encode()).hexdigest()[:4], 16) % 3000
 
 
@@ -540,13 +547,13 @@ def _properties(state: NodeState, unit: str) -> dict[str, str]:
         }
     desc, directory, _, _ = _UNITS.get(unit, (unit, "/etc/systemd/system", "", ""))
     running = service.active_state == "active" and service.sub_state == "running"
-    pid = str(_main_pid(state, unit)) if running else "0"
+    pid = str(main_pid(state, unit)) if running else "0"
     ran = service.active_state != "inactive" or service.result != "success"
     return {
         "Type": "oneshot" if service.sub_state == "exited" else "forking",
         "Result": service.result,
         "MainPID": pid,
-        "ExecMainPID": str(_main_pid(state, unit)) if ran else "0",
+        "ExecMainPID": str(main_pid(state, unit)) if ran else "0",
         "ExecMainCode": "1" if ran and not running else "0",
         "ExecMainStatus": str(service.exec_main_status),
         "Id": unit,
@@ -625,7 +632,7 @@ def _list_units(state: NodeState, patterns: list[str], flags: set[str]) -> ToolR
         rows.append((unit, service.load_state, service.active_state, service.sub_state, desc))
     if not rows:
         return ToolResult(0, "0 loaded units listed.\n")
-    widths = [max(len(r[i]) for r in rows + [("UNIT", "LOAD", "ACTIVE", "SUB", "")]) for i in range(4)]
+    widths = [max(len(r[i]) for r in [*rows, ("UNIT", "LOAD", "ACTIVE", "SUB", "")]) for i in range(4)]
     header = ("UNIT", "LOAD", "ACTIVE", "SUB", "DESCRIPTION")
     lines = ["  " + " ".join(h.ljust(w) for h, w in zip(header[:4], widths, strict=True)) + " " + header[4]]
     for r in rows:
@@ -750,7 +757,7 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
             f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
             f"vendor preset: {preset})\n",
         ]
-        pid = _main_pid(state, unit)
+        pid = main_pid(state, unit)
         if active == "active":
             since = service.since_s if service.since_s is not None else BOOT_START_S
             block.append(f"     Active: active ({service.sub_state}) since {_since(state, since)}\n")
@@ -807,10 +814,10 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
             if verb in ("stop", "restart") and (running or verb == "stop"):
                 if running:
                     service.since_s = since
-                _stop(state, unit, service)
+                stop_unit(state, unit, service)
             if verb in ("start", "restart"):
                 service.since_s = clock.advance(state, 1.0)
-                if not _start(state, unit, service):
+                if not start_unit(state, unit, service, session.root()):
                     failed.append(unit)
     if failed:
         unit = failed[0]
@@ -823,7 +830,8 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
     return ToolResult(0)
 
 
-def _stop(state: NodeState, unit: str, service: ServiceState) -> None:
+def stop_unit(state: NodeState, unit: str, service: ServiceState) -> None:
+    """What stopping a unit does to the node (its processes end; persistenced turns persistence off)."""
     service.active_state, service.sub_state, service.result, service.exec_main_status = "inactive", "dead", "success", 0
     # The unit's processes end with it: a training job run as a service leaves its GPUs.
     for gpu in state.gpus:
@@ -837,10 +845,15 @@ def _stop(state: NodeState, unit: str, service: ServiceState) -> None:
             gpu.persistence_mode = False
 
 
-def _start(state: NodeState, unit: str, service: ServiceState) -> bool:
-    """Start a unit; False when it fails the way the real daemon does on this node."""
+def start_unit(state: NodeState, unit: str, service: ServiceState, root: Path | None = None) -> bool:
+    """Start a unit; False when it fails the way the real daemon does on this node.
+
+    ``root`` is the node's configuration root: the fabric manager needs its config file there, and a
+    persistenced drop-in with ``--no-persistence-mode`` leaves persistence mode off.
+    """
     driver_ok = state.driver.loaded and state.driver.version == state.driver.kernel_module_version
-    if unit == "nvidia-fabricmanager.service" and (not state.nvswitches or not driver_ok):
+    fm_unusable = not state.nvswitches or not driver_ok or not fabric_manager_configured(root)
+    if unit == "nvidia-fabricmanager.service" and fm_unusable:
         # No NVSwitch: NV_WARN_NOTHING_TO_DO (corpus/fabricmanager/03); or the driver stack is broken.
         _fail(service)
         return False
@@ -850,8 +863,9 @@ def _start(state: NodeState, unit: str, service: ServiceState) -> bool:
     service.active_state, service.result, service.exec_main_status = "active", "success", 0
     service.sub_state = "exited" if unit == "openibd.service" else "running"
     if unit == "nvidia-persistenced.service":
-        for gpu in state.gpus:
-            gpu.persistence_mode = True
+        if persistenced_sets_persistence(root):
+            for gpu in state.gpus:
+                gpu.persistence_mode = True
     elif unit == "nvidia-fabricmanager.service":
         # The fabric manager trains the NVSwitch fabric: every GPU's registration completes.
         for gpu in state.gpus:
@@ -918,7 +932,7 @@ def _os_release_text(state: NodeState) -> str | None:
 
 
 def cat(args: list[str], session: Session) -> ToolResult:
-    """``cat FILE...`` for the files the capture reads: the driver version and os-release."""
+    """``cat FILE...``: the driver version, os-release, the fabric manager's log and the node's config files."""
     state = session.read()
     out: list[str] = []
     err: list[str] = []
@@ -930,6 +944,10 @@ def cat(args: list[str], session: Session) -> ToolResult:
             text = _os_release_text(state)
         elif path == "/proc/sys/kernel/hostname" or path == "/etc/hostname":
             text = f"{state.host}\n"
+        elif path == "/var/log/fabricmanager.log":
+            text = fabric_manager_log(state)
+        elif path.startswith("/etc/") or path.startswith("/usr/share/nvidia/"):
+            text = read_config(session.root(), path)  # the node's configuration files
         else:
             text = None
         if text is None:
