@@ -14,7 +14,7 @@ from pathlib import Path
 from assessor.sim import clock
 from assessor.sim.config_root import fabric_manager_configured, persistenced_sets_persistence, read_config
 from assessor.sim.gpu_clients import cuda_processes, driver_handles
-from assessor.sim.state import ModuleState, NodeState, ServiceState
+from assessor.sim.state import ClockState, ModuleState, NodeState, ServiceState
 from assessor.sim.tools import Session, ToolResult
 
 # ---- kernel log helpers (faults use them too) ------------------------------------------------
@@ -515,8 +515,17 @@ def _unit_name(name: str) -> str:
 
 
 def main_pid(state: NodeState, unit: str) -> int:
-    """The PID of a unit's main process: stable for a host and unit, as ``systemctl status`` shows it."""
-    return 1500 + int(hashlib.sha256(f"{state.host}:{unit}".encode()).hexdigest()[:4], 16) % 3000
+    """The PID of a unit's main process, as ``systemctl status`` shows it.
+
+    Stable for a host and unit while the unit runs; a restart or a reboot gives it a new one.
+    """
+    key = f"{state.host}:{unit}"
+    service = state.services.get(unit)
+    if service is not None and service.since_s is not None:
+        key += f":{service.since_s}"
+    if state.clock.boot_time != ClockState().boot_time:
+        key += f":{state.clock.boot_time}"
+    return 1500 + int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % 3000
 
 
 def _service(state: NodeState, unit: str) -> ServiceState | None:
