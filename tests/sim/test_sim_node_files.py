@@ -234,3 +234,21 @@ def test_a_persistenced_drop_in_without_persistence_mode(tmp_path: Path) -> None
     )
     run(state, "systemctl", "restart", "nvidia-persistenced")
     assert not any(g.persistence_mode for g in load_state(state).gpus)
+
+
+def test_all_reduce_perf_reads_the_nodes_nccl_conf_and_logs_the_hcas_it_uses(tmp_path: Path) -> None:
+    state = tmp_path / "node.json"
+    init_node("dgx-a100", state)
+    conf = tmp_path / "node.json.d" / "etc" / "nccl.conf"
+    conf.write_text("NCCL_DEBUG=INFO\nNCCL_IB_HCA==mlx5_0,mlx5_1\n")
+    out = run(state, "all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "8").stdout
+    info = [line.split("NCCL INFO ", 1)[1] for line in out.splitlines() if "NCCL INFO " in line]
+    assert "NCCL_IB_HCA set to =mlx5_0,mlx5_1" in info
+    assert "NCCL_SOCKET_IFNAME set by environment to enp226s0" in info
+    assert any(i.startswith("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB enp226s0:") for i in info)
+    # the environment beats the file
+    env = {"NCCL_IB_HCA": "=mlx5_9"}
+    out = run(state, "all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "8", env=env).stdout
+    assert "NET/IB : Using [0]mlx5_9:1/IB [RO]" in out
+    conf.write_text("NCCL_IB_HCA=mlx5_0\n")
+    assert "NCCL INFO" not in run(state, "all_reduce_perf", "-b", "8", "-e", "128M", "-g", "8").stdout
