@@ -16,7 +16,7 @@ from assessor.parsers import nvidia_smi_xml
 from assessor.sim import clock
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.mock_nvml import MockNvml
-from assessor.sim.state import GpuProcess, NodeState, ServiceState, load_state, save_state
+from assessor.sim.state import GpuProcess, NodeState, ServiceState, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
 from assessor.sim.tools.system import main_pid
 
@@ -178,7 +178,10 @@ def test_a_compute_process_shows_in_the_table_the_query_and_nvml(tmp_path: Path)
     table = run(session, "nvidia-smi").stdout
     assert "|    1   N/A  N/A      5150      C   python3" in table
     query = run(session, "nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_bus_id", "--format=csv")
-    assert query.stdout == "pid, process_name, used_memory [MiB], gpu_bus_id\n5150, python3, 30000 MiB, 00000000:2A:00.0\n"
+    assert query.stdout.splitlines() == [
+        "pid, process_name, used_memory [MiB], gpu_bus_id",
+        "5150, python3, 30000 MiB, 00000000:2A:00.0",
+    ]
     bare = run(session, "nvidia-smi", "--query-compute-apps=pid,used_gpu_memory", "--format=csv,noheader,nounits")
     assert bare.stdout == "5150, 30000\n"
     nvml = MockNvml(path=session.path)
@@ -351,7 +354,8 @@ def test_reboot_brings_back_enabled_units_and_resets_volatile_state(tmp_path: Pa
     run(session, "systemctl", "stop", "nvidia-persistenced")
     with session.update() as s:
         s.driver.version = "535.161.03"  # upgraded without a reboot
-        s.kernel_log.append(f"[{clock.uptime(s) + 1:12.6f}] NVRM: Xid (PCI:0000:47:00): 79, GPU has fallen off the bus.")
+        xid = "NVRM: Xid (PCI:0000:47:00): 79, GPU has fallen off the bus."
+        s.kernel_log.append(f"[{clock.uptime(s) + 1:12.6f}] {xid}")
         s.gpu(2).lost = True
     before = clock.now(state(session))
     assert run(session, "reboot").exit_code == 0

@@ -77,7 +77,7 @@ def test_the_reboot_shim_never_runs_the_hosts_reboot(tmp_path: Path, shim_env: d
     fake.mkdir()
     record = tmp_path / "host-reboot-called"
     for name in ("reboot", "shutdown", "kill"):
-        (fake / name).write_text(f"#!/bin/sh\necho {name} \"$@\" >> {record}\n")
+        (fake / name).write_text(f'#!/bin/sh\necho {name} "$@" >> {record}\n')
         (fake / name).chmod(0o755)
     env = {**shim_env, "PATH": f"{shim_env['PATH']}:{fake}", "GPULAB_SIM_STATE": str(state), "GPULAB_SIM_EUID": "0"}
     boot = load_state(state).clock.boot_time
