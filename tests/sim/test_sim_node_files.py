@@ -252,3 +252,28 @@ def test_all_reduce_perf_reads_the_nodes_nccl_conf_and_logs_the_hcas_it_uses(tmp
     assert "NET/IB : Using [0]mlx5_9:1/IB [RO]" in out
     conf.write_text("NCCL_IB_HCA=mlx5_0\n")
     assert "NCCL INFO" not in run(state, "all_reduce_perf", "-b", "8", "-e", "128M", "-g", "8").stdout
+
+
+def test_a_mock_target_on_a_fifo_is_an_input_error_not_a_hang(tmp_path: Path) -> None:
+    from assessor.sim.target import MockTarget
+
+    fifo = tmp_path / "node.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        MockTarget.open(f"mock:{fifo}").snapshot(timeout=5)
+
+
+def test_an_older_state_without_the_new_fields_loads_with_their_defaults(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "node.json"
+    save_state(load_fixture("hgx-h100"), path)
+    data = json.loads(path.read_text())
+    for key in ("clock", "daemons_hold_gpus"):
+        del data[key]
+    for service in data["services"].values():
+        del service["since_s"]
+    path.write_text(json.dumps(data))
+    old = load_state(path)
+    assert old.clock.boot_time.startswith("2025-01-15T08:00:00") and old.daemons_hold_gpus is False
+    assert run(path, "systemctl", "status", "nvidia-dcgm").exit_code == 0
