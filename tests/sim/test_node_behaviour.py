@@ -405,3 +405,19 @@ def test_nvidia_smi_dmesg_and_systemctl_tell_the_same_time(tmp_path: Path) -> No
     assert last.startswith(f"[{clock.at(state(session), 0).strftime('%a %b %e')}")
     assert "2025" in last and "2025" in stamp
     assert run(session, "uptime", "-s").stdout == "2025-01-15 08:00:00\n"
+
+
+def test_journalctl_takes_the_option_cluster_systemctl_recommends(tmp_path: Path) -> None:
+    # systemctl's own failure message says: See "journalctl -xeu nvidia-fabricmanager.service" for details.
+    session = node(tmp_path, "hgx-h100")
+    with session.update() as s:
+        s.nvswitches = []
+    failed = run(session, "systemctl", "restart", "nvidia-fabricmanager")
+    assert "journalctl -xeu nvidia-fabricmanager.service" in failed.stderr
+    journal = run(session, "journalctl", "-xeu", "nvidia-fabricmanager.service").stdout
+    assert "NV_WARN_NOTHING_TO_DO" in journal and "Failed to start NVIDIA fabric manager service." in journal
+    assert (
+        run(session, "journalctl", "-unvidia-dcgm", "-n", "1")
+        .stdout.splitlines()[-1]
+        .endswith("Started NVIDIA DCGM service.")
+    )

@@ -1,8 +1,11 @@
-"""Simulated system tools: ``lsmod``, ``modprobe``, ``dmesg``, ``journalctl``, ``systemctl``, ``cat``, ``uname``.
+"""Simulated system tools: ``lsmod``, ``modprobe``, ``rmmod``, ``dmesg``, ``journalctl``, ``systemctl``, ``cat``,
+``uname``.
 
-They read the modules, services, kernel log and host facts of the node state and change
-them as the real commands would (``systemctl stop``, ``modprobe -r``), refusing what the real
-ones refuse with the real messages: a module in use, an unknown unit, a non-root user.
+They read the modules, services, kernel log and host facts of the node state and change them as the real
+commands would (``systemctl stop|enable``, ``modprobe -r``), refusing what the real ones refuse with the real
+messages: a module in use (its use count includes the GPU daemons' and CUDA processes' open handles,
+:mod:`assessor.sim.gpu_clients`), an unknown unit, a non-root user. Every time they print comes from the
+node's one clock (:mod:`assessor.sim.clock`).
 """
 
 from __future__ import annotations
@@ -306,6 +309,7 @@ def journalctl(args: list[str], session: Session) -> ToolResult:
     kernel = False
     quiet = False
     lines_wanted: int | None = None
+    args = _split_short_options(args, takes_value="un")
     i = 0
     while i < len(args):
         arg = args[i]
@@ -321,8 +325,6 @@ def journalctl(args: list[str], session: Session) -> ToolResult:
             unit = args[i]
         elif arg.startswith("--unit="):
             unit = arg.split("=", 1)[1]
-        elif arg.startswith("-u") and len(arg) > 2:
-            unit = arg[2:]
         elif arg in ("-q", "--quiet"):
             quiet = True
         elif arg in ("-n", "--lines") and i + 1 < len(args) and args[i + 1].isdigit():
@@ -348,6 +350,22 @@ def journalctl(args: list[str], session: Session) -> ToolResult:
         body = line[line.index("]") + 1 :].lstrip() if t is not None else line
         out.append(f"{_journal_time(state, t or 0.0)} {host} kernel: {body}\n")
     return ToolResult(0, "".join(out))
+
+
+def _split_short_options(args: list[str], *, takes_value: str) -> list[str]:
+    """getopt's clusters as separate options: ``-xeu UNIT`` -> ``-x -e -u UNIT``, ``-uUNIT`` -> ``-u UNIT``."""
+    out: list[str] = []
+    for arg in args:
+        if not arg.startswith("-") or arg.startswith("--") or len(arg) <= 2:
+            out.append(arg)
+            continue
+        for n, letter in enumerate(arg[1:], start=1):
+            out.append(f"-{letter}")
+            if letter in takes_value:
+                if arg[n + 1 :]:
+                    out.append(arg[n + 1 :])
+                break
+    return out
 
 
 def _journal_time(state: NodeState, seconds: float, *, long: bool = False) -> str:
