@@ -155,3 +155,15 @@ def test_load_fixture_returns_independent_copies() -> None:
     a = load_fixture("hgx-h100")
     a.gpus[0].nvlinks[0].active = False
     assert load_fixture("hgx-h100").gpus[0].nvlinks[0].active is True
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_each_node_booted_after_its_driver_was_built(name: str) -> None:
+    from datetime import datetime
+
+    from assessor.sim import clock
+
+    state = load_fixture(name)
+    assert state.driver.build_date is not None
+    built = datetime.strptime(state.driver.build_date.replace("  ", " "), "%a %b %d %H:%M:%S UTC %Y")
+    assert clock.boot_time(state).replace(tzinfo=None) > built
