@@ -31,7 +31,7 @@ FaultFunc = Callable[..., None]
 class Fault:
     name: str
     description: str
-    check: str | None  # the catalogue check id this fault makes fail; None: it changes behaviour, not a check
+    check: str  # the catalogue check id this fault makes fail; "" for a condition (no check fails on it)
     _apply: FaultFunc
     _revert: FaultFunc | None = None
 
@@ -699,7 +699,7 @@ CONDITIONS: dict[str, Fault] = {
             "gpu-job",
             "a compute job (python3) holds a GPU: reset and A100 MIG changes refused until it ends "
             "(options gpu, pid, unit: the systemd unit that runs it)",
-            None,
+            "",
             _gpu_job,
             _gpu_job_gone,
         ),

@@ -62,7 +62,7 @@ def test_the_catalogue_has_every_required_fault_each_tied_to_a_real_check() -> N
     assert set(FAULTS) >= REQUIRED
     for name, fault in FAULTS.items():
         assert fault.name == name
-        assert fault.check is None or fault.check in checks.REGISTRY, f"{name}: {fault.check} is not a catalogue check"
+        assert fault.check in checks.REGISTRY, f"{name}: {fault.check} is not a catalogue check"
         assert fault.description and fault.reversible
 
 
