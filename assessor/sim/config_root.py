@@ -12,7 +12,7 @@ What the simulated node honours:
 - ``/etc/modprobe.d``: ``blacklist NAME`` keeps a module from loading at boot; without the nouveau
   blacklist the boot binds the GPUs to nouveau and the NVIDIA driver does not load.
 - ``/etc/nccl.conf`` and ``~/.nccl.conf`` (``NCCL_CONF_FILE``): :func:`nccl_settings`.
-- The fabric manager's config must exist for it to start.
+- The fabric manager's config must exist for it to start (once its package directory is in the root).
 - ``--no-persistence-mode`` in a ``nvidia-persistenced.service`` drop-in: the daemon runs without turning
   persistence mode on.
 
@@ -191,8 +191,14 @@ def modprobe_options(root: Path | None) -> dict[str, list[str]]:
 
 
 def fabric_manager_configured(root: Path | None) -> bool:
-    """The fabric manager's config file is there (always, on a node without a root)."""
-    return root is None or read_config(root, FABRIC_MANAGER_CFG) is not None
+    """The fabric manager's config file is there.
+
+    Judged only on a root that holds the fabric manager's package directory (``gpulab sim init`` puts it
+    there): a root that never had the package's files (a bare test-bed root) does not fail the daemon.
+    """
+    if root is None or _inside(root, FABRIC_MANAGER_CFG.rsplit("/", 1)[0]) is None:
+        return True
+    return read_config(root, FABRIC_MANAGER_CFG) is not None
 
 
 def persistenced_sets_persistence(root: Path | None) -> bool:

@@ -366,6 +366,20 @@ def from_dict(data: Any, *, source: str = "state") -> NodeState:
         raise InputError(f"{source}: malformed simulated node state: {exc}") from None
 
 
+def without_history(data: dict[str, Any]) -> dict[str, Any]:
+    """A state document less what only records when things happened: the clock and each unit's ``since_s``.
+
+    Two nodes that differ only there are the same node at different times (a unit stopped and started
+    again is back to how it booted, an hour later); compare these to ask "is it back to the fixture?".
+    """
+    out = json.loads(json.dumps(data))
+    out.pop("clock", None)
+    for service in (out.get("services") or {}).values():
+        if isinstance(service, dict):
+            service.pop("since_s", None)
+    return out
+
+
 def dumps(state: NodeState) -> str:
     """The state as pretty JSON text (stable key order, trailing newline)."""
     return json.dumps(to_dict(state), indent=2) + "\n"
