@@ -60,5 +60,5 @@ def shims_report(directory: Path | str, written: list[Path], state_path: str | N
         lines.append(f"use: export PATH={shlex.quote(str(where))}:$PATH GPULAB_SIM_STATE={absolute}")
     else:
         lines.append(f"use: export PATH={shlex.quote(str(where))}:$PATH GPULAB_SIM_STATE=/absolute/path/of/node.json")
-    lines.append("bash runs its builtin kill before any PATH entry: use 'command kill PID' or 'enable -n kill' first")
+    lines.append("bash runs its builtin kill before any PATH entry: run 'enable -n kill' once (or type 'env kill PID')")
     return lines

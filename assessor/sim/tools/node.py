@@ -3,8 +3,8 @@
 None of them ever reaches the host: the shim runs these functions, which change only the state file.
 ``kill`` knows the node's processes: compute processes on its GPUs and the main processes of its running
 units (the PIDs ``systemctl status`` shows). Its messages are procps-ng ``kill``'s (an external command, as
-the shim is; bash's builtin ``kill`` is found before any PATH entry, so on a simulated node type
-``command kill``, ``env kill`` or turn the builtin off with ``enable -n kill``).
+the shim is; bash's builtin ``kill`` is found before any PATH entry, even through ``command kill``, so on a
+simulated node turn the builtin off with ``enable -n kill`` or type ``env kill PID``).
 """
 
 from __future__ import annotations
