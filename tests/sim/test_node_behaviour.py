@@ -161,7 +161,7 @@ def test_hopper_applies_mig_mode_with_daemons_running_but_not_under_a_compute_jo
 def test_ecc_mode_change_is_pending_until_reset(tmp_path: Path) -> None:
     session = node(tmp_path, "hgx-h100", in_use=False)
     out = run(session, "nvidia-smi", "-i", "3", "-e", "0")
-    assert out.stdout == "Disabled ECC support for GPU 00000000:5D:00.0.\nAll done.\n"
+    assert out.stdout == "Disabled ECC support for GPU 00000000:5D:00.0.\nAll done.\nReboot required.\n"
     gpu = state(session).gpu(3)
     assert (gpu.ecc_mode_current, gpu.ecc_mode_pending) == (True, False)
     assert run(session, "nvidia-smi", "-i", "3", "-r").exit_code == 0

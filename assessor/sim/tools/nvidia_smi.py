@@ -449,8 +449,13 @@ def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
 def set_ecc_mode(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
     """``nvidia-smi -e 0|1``: root only; the new mode is pending until the GPU is reset or the node reboots.
 
-    nvidia-smi's messages (a DGX A100 capture: "Disabled ECC support for GPU 00000000:07:00.0."); the
-    pending mode shows in ``-q`` as "Pending" under "ECC Mode" and applies at the next reset or reboot.
+    nvidia-smi's messages, as a public Tesla T4 capture shows them::
+
+        Disabled ECC support for GPU 00000000:00:05.0.
+        All done.
+        Reboot required.
+
+    The pending mode shows in ``-q`` as "Pending" under "ECC Mode" and applies at the next reset or reboot.
     """
     word = "Enabled" if on else "Disabled"
     lines = []
@@ -467,6 +472,8 @@ def set_ecc_mode(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
             gpu.ecc_mode_pending = on
             lines.append(f"{word} ECC support for GPU {gpu.bus_id}.")
     lines.append(ALL_DONE)
+    if any(g.ecc_mode_pending != g.ecc_mode_current for g in gpus):
+        lines.append("Reboot required.")
     return result(EXIT_OK, lines)
 
 
