@@ -65,15 +65,18 @@ def gpu_holders(state: NodeState, gpu: GpuState) -> list[str]:
 def mig_change_blockers(state: NodeState, gpu: GpuState) -> list[str]:
     """What keeps a MIG mode change from taking effect now on ``gpu``.
 
-    Before Hopper the driver must reset the GPU, so everything that blocks a reset blocks it. From Hopper
-    on no reset is needed (MIG User Guide); only work running on the GPU keeps the change pending.
+    MIG User Guide, "Deployment Considerations": "Setting MIG mode on the A100/A30 requires a GPU reset"
+    and "All daemons holding handles on driver modules need to be stopped before MIG enablement"; "depending
+    on the GPU product, the driver will attempt to reset the GPU". So on Ampere everything that blocks a
+    reset blocks it. H100/H200 apply the mode without that reset (NVIDIA/gpu-operator#1845: the same MIG
+    config stays pending on A100 and applies on H100 and H200); only work running on the GPU keeps it pending.
     """
     if gpu.architecture in NO_RESET_FOR_MIG:
         return [f"{p.name} (pid {p.pid})" for p in gpu.processes]
     return gpu_holders(state, gpu)
 
 
-# Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
+# Architectures whose MIG mode change needs no GPU reset (the guide names the reset for A100/A30 only).
 NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
 
 
