@@ -7,6 +7,7 @@ ComputeCanada/puppet-magic_castle#387, NVIDIA/NVSentinel#1690.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from assessor.sim.mock_nvml import MockNvml
 from assessor.sim.state import GpuProcess, NodeState, ServiceState, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
 from assessor.sim.tools.system import main_pid
+from tests.conftest import read_corpus
 
 IN_USE = [
     "The following GPUs could not be reset:",
@@ -421,3 +423,34 @@ def test_journalctl_takes_the_option_cluster_systemctl_recommends(tmp_path: Path
         .stdout.splitlines()[-1]
         .endswith("Started NVIDIA DCGM service.")
     )
+
+
+# ---- the corpus: the simulator's words are the real ones -----------------------------------------
+
+
+def test_a_busy_reset_of_four_gpus_reads_like_mig_parted_181(tmp_path: Path) -> None:
+    sample = read_corpus("gpu_reset/01_reset_in_use_4_gpus_nvidia_drm_loaded.txt").splitlines()
+    real = sample[sample.index("The following GPUs could not be reset:") : -1]
+    session = node(tmp_path)  # nvidia_drm is loaded on the DGX A100 node, as in the issue
+    run(session, "systemctl", "stop", "nvidia-dcgm", "nvidia-persistenced", "nvidia-fabricmanager")
+    out = run(session, "nvidia-smi", "-i", "0,1,2,3", "-r")
+    assert out.exit_code == 255  # "exit status 255" in the capture
+    ours = out.stdout.splitlines()
+    bus = dict(zip(["01", "47", "81", "C2"], ["07", "0F", "47", "4E"], strict=True))
+    assert ours == [re.sub(r"00000000:(..):", lambda m: f"00000000:{bus[m.group(1)]}:", line) for line in real]
+
+
+def test_mig_pending_disable_reads_like_gpu_operator_118(tmp_path: Path) -> None:
+    sample = read_corpus("gpu_reset/02_mig_pending_disable_and_reset_blocked_by_persistenced.txt").splitlines()
+    real = [line.replace("00000000:C1:00.0", "00000000:07:00.0") for line in sample[1:4]]
+    session = node(tmp_path)
+    with session.update() as s:
+        s.gpu(0).mig_mode_current = s.gpu(0).mig_mode_pending = True
+    out = run(session, "nvidia-smi", "-i", "0", "-mig", "DISABLED")
+    assert out.stdout.splitlines() == real
+    # killing the persistence daemon (and the node's other holders) lets the reset through
+    for step in DRAIN:
+        run(session, *step)
+    reset = run(session, "nvidia-smi", "-i", "0", "--gpu-reset")
+    assert reset.stdout.splitlines()[0] == sample[-1].replace("00000000:C1:00.0", "00000000:07:00.0")
+    assert state(session).gpu(0).mig_mode_current is False
