@@ -20,21 +20,11 @@ def sim() -> None:
 @click.option("--host", default=None, help="Host name the simulated node reports.")
 @click.option("--force", is_flag=True, help="Overwrite an existing state file.")
 def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> None:
-    """Create a simulated node's state file from a fixture."""
-    from pathlib import Path
+    """Create a simulated node's state file (and its configuration files) from a fixture."""
+    from assessor.sim.node_init import init_node
 
-    from assessor.errors import InputError
-    from assessor.sim.fixtures import fixture_names, load_fixture
-    from assessor.sim.state import save_state
-
-    if fixture not in fixture_names():
-        raise InputError(f"unknown fixture {fixture!r} (fixtures: {', '.join(fixture_names())})")
-    path = Path(state_path)
-    if path.exists() and not force:
-        raise InputError(f"{path}: already exists (use --force to start over)")
-    save_state(load_fixture(fixture, host=host), path)
-    click.echo(f"simulated {fixture} node written to {path}")
-    click.echo(f"next: gpulab sim shims ~/.gpulab/bin && export PATH=~/.gpulab/bin:$PATH GPULAB_SIM_STATE={path}")
+    for line in init_node(fixture, state_path, host=host, force=force):
+        click.echo(line)
 
 
 @sim.command("shims")
@@ -45,10 +35,11 @@ def sim_shims(directory: str) -> None:
     Put DIRECTORY first on PATH and set GPULAB_SIM_STATE to a state file: the tools then
     act on that simulated node.
     """
-    from assessor.sim.shims import write_shims
+    from assessor.sim.shims import shims_report, write_shims
 
     written = write_shims(directory)
-    click.echo(f"{len(written)} shims written to {directory}: {' '.join(p.name for p in written)}")
+    for line in shims_report(directory, written):
+        click.echo(line)
 
 
 def _fault_options(options: tuple[str, ...]) -> dict[str, Any]:
@@ -75,7 +66,7 @@ def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list
     from assessor.sim import faults
 
     if list_faults or not fault:
-        for name, spec in sorted(faults.FAULTS.items()):
+        for name, spec in sorted({**faults.FAULTS, **faults.CONDITIONS}.items()):
             click.echo(f"{name:24} {spec.description}")
         return
     click.echo(faults.inject(state_path, fault, **_fault_options(options)))

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from assessor.errors import InputError
-from assessor.sim.state import GpuState, IbHcaState, NodeState, ServiceState
+from assessor.sim import clock as node_clock
+from assessor.sim.state import GpuProcess, GpuState, IbHcaState, NodeState, ServiceState
 from assessor.sim.tools.system import append_kernel_log
 
 FaultFunc = Callable[..., None]
@@ -30,7 +31,7 @@ FaultFunc = Callable[..., None]
 class Fault:
     name: str
     description: str
-    check: str  # the catalogue check id this fault makes fail
+    check: str  # the catalogue check id this fault makes fail; "" for a condition (no check fails on it)
     _apply: FaultFunc
     _revert: FaultFunc | None = None
 
@@ -406,6 +407,7 @@ def _thermal_cooled(state: NodeState, gpu: Any = None) -> None:
 
 def _fabric_manager_stopped(state: NodeState) -> None:
     service = _service(state, "nvidia-fabricmanager.service")
+    service.since_s = node_clock.advance(state, 1.0)
     service.active_state, service.sub_state = "failed", "failed"
     service.result, service.exec_main_status = "exit-code", 1
     # Without the fabric manager the GPUs wait for fabric registration, and CUDA refuses to start.
@@ -491,6 +493,7 @@ def _persistence_off(state: NodeState) -> None:
         g.persistence_mode = False
     if "nvidia-persistenced.service" in state.services:
         service = state.services["nvidia-persistenced.service"]
+        service.since_s = node_clock.advance(state, 1.0)
         service.active_state, service.sub_state = "inactive", "dead"
 
 
@@ -522,12 +525,34 @@ def _mig_pending_cleared(state: NodeState, gpu: Any = None) -> None:
 
 def _dcgm_stopped(state: NodeState) -> None:
     service = _service(state, "nvidia-dcgm.service")
+    service.since_s = node_clock.advance(state, 1.0)
     service.active_state, service.sub_state = "inactive", "dead"
     service.result, service.exec_main_status = "success", 0
 
 
 def _dcgm_started(state: NodeState) -> None:
     _restore_service(state, "nvidia-dcgm.service")
+
+
+def _gpu_job(state: NodeState, gpu: Any = None, pid: Any = None, unit: Any = None) -> None:
+    """A compute job (python3, 30 GiB) left running on a GPU: it holds the GPU until killed or its unit stops."""
+    g = _gpu(state, gpu)
+    number = _int(pid, "pid") if pid is not None else 24000 + g.index * 7
+    if any(p.pid == number for gpu_ in state.gpus for p in gpu_.processes):
+        raise InputError(f"a process {number} already runs on {state.host}")
+    unit_name = None
+    if unit is not None:
+        unit_name = str(unit) if "." in str(unit) else f"{unit}.service"
+        state.services.setdefault(unit_name, ServiceState(description=f"Training job {unit_name}"))
+    g.processes.append(GpuProcess(pid=number, name="python3", used_memory_mib=30720, unit=unit_name))
+    g.memory_used_mib += 30720
+
+
+def _gpu_job_gone(state: NodeState, gpu: Any = None, pid: Any = None, unit: Any = None) -> None:
+    g = _gpu(state, gpu)
+    gone = [p for p in g.processes if pid is None or p.pid == _int(pid, "pid")]
+    g.processes = [p for p in g.processes if p not in gone]
+    g.memory_used_mib = max(0, g.memory_used_mib - sum(p.used_memory_mib for p in gone))
 
 
 # ---- the table -------------------------------------------------------------------------------
@@ -665,13 +690,30 @@ FAULTS: dict[str, Fault] = {
 }
 
 
+# Conditions: states a node can be put in that no catalogue check fails on, but that change how it
+# behaves under a candidate's hands (``gpulab sim fault STATE gpu-job`` injects them like faults).
+CONDITIONS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault(
+            "gpu-job",
+            "a compute job (python3) holds a GPU: reset and A100 MIG changes refused until it ends "
+            "(options gpu, pid, unit: the systemd unit that runs it)",
+            "",
+            _gpu_job,
+            _gpu_job_gone,
+        ),
+    )
+}
+
+
 def get(name: str) -> Fault:
-    """The fault called ``name``; InputError naming the closest ones when there is none."""
-    fault = FAULTS.get(name)
+    """The fault or condition called ``name``; InputError naming the closest ones when there is none."""
+    fault = FAULTS.get(name) or CONDITIONS.get(name)
     if fault is None:
         import difflib
 
-        close = difflib.get_close_matches(name, FAULTS, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(name, [*FAULTS, *CONDITIONS], n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise InputError(f"unknown fault {name!r}{hint} (faults: {', '.join(sorted(FAULTS))})")
     return fault
@@ -686,7 +728,8 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         fault.apply(state, **options)
         host = state.host
     shown = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
-    return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {fault.check} should now fail"
+    effect = f"{fault.check} should now fail" if fault.check else fault.description
+    return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {effect}"
 
 
 def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:

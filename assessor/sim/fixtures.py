@@ -4,8 +4,13 @@ Each ``<name>.json`` describes one system compactly: a GPU model (the same for e
 (PCI bus id, NUMA node, CPU affinity), an HCA model and the HCAs, and the host's software (driver, modules,
 services, NCCL environment). :func:`load_fixture` expands it into a full :class:`NodeState`, deriving what
 repeats (UUIDs, serials, GUIDs, NVLinks, kernel log) deterministically from the fixture name and index, so
-the same fixture always gives the same node. The numbers come from real systems; each file's ``_sources``
+the same fixture always gives the same node; a node given another host name (``sim init --host``) gets
+identities of its own, derived from that name. The numbers come from real systems; each file's ``_sources``
 says where from.
+
+Optional fields of a data file: ``clock`` (``{"boot_time": ISO, "uptime_s": seconds}``), ``processes``
+(compute processes: ``{"gpu": 0, "pid": 4242, "name": "python3", "used_memory_mib": 1024, "unit": ...}``)
+and ``daemons_hold_gpus`` (see :mod:`assessor.sim.gpu_clients`).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from typing import Any
 
 from assessor.errors import InputError
 from assessor.sim.state import (
+    ClockState,
     DriverState,
     EccCounters,
+    GpuProcess,
     GpuState,
     IbHcaState,
     IbPortState,
@@ -61,9 +68,16 @@ def fixture_spec(name: str) -> dict[str, Any]:
     return copy.deepcopy(_spec(name))
 
 
-def load_fixture(name: str, *, host: str | None = None) -> NodeState:
-    """A fresh, healthy :class:`NodeState` of fixture ``name``; InputError for an unknown name."""
-    return build_state(fixture_spec(name), host=host)
+def load_fixture(name: str, *, host: str | None = None, in_use: bool | None = None) -> NodeState:
+    """A fresh, healthy :class:`NodeState` of fixture ``name``; InputError for an unknown name.
+
+    ``in_use`` True: the node's GPU daemons hold its GPUs as on a real node (``daemons_hold_gpus``), so a
+    GPU reset or an A100 MIG change needs a drain first; None keeps the fixture's own setting.
+    """
+    state = build_state(fixture_spec(name), host=host)
+    if in_use is not None:
+        state.daemons_hold_gpus = in_use
+    return state
 
 
 def _digest(*parts: object) -> str:
@@ -251,9 +265,31 @@ def _kernel_log(spec: dict[str, Any], state: NodeState) -> list[str]:
     return lines
 
 
+def boot_kernel_log(state: NodeState) -> list[str]:
+    """The kernel log of a fresh boot of ``state``'s node, with its present driver and devices.
+
+    Uses the node's fixture for the kernel banner; a node without a shipped fixture keeps the first line
+    of its present log (the ``Linux version`` banner) and the NVIDIA driver's messages are rebuilt.
+    """
+    if state.fixture in fixture_names():
+        spec = _spec(state.fixture)
+    else:
+        release = _release_of(state)
+        spec = {"kernel_banner": f"{release} (buildd@lcy02-amd64) #1 SMP", "kernel_release": release}
+    return _kernel_log(spec, state)
+
+
+def _release_of(state: NodeState) -> str:
+    parts = (state.uname or "").split()
+    return parts[2] if len(parts) > 2 else "5.15.0-91-generic"
+
+
 def build_state(spec: dict[str, Any], *, host: str | None = None) -> NodeState:
     """Expand a fixture data file (see module docstring) into a :class:`NodeState`."""
     fixture = spec["fixture"]
+    # Identities (GPU UUIDs and serials, HCA GUIDs) derive from the fixture and, for any host but the
+    # fixture's own, from the host name too: two nodes of one fixture must not look like one machine.
+    seed = fixture if host is None or host == spec["host"] else f"{fixture}@{host}"
     sm_present = spec.get("sm_present", True)
     state = NodeState(
         fixture=fixture,
@@ -272,8 +308,17 @@ def build_state(spec: dict[str, Any], *, host: str | None = None) -> NodeState:
             " x86_64 x86_64 x86_64 GNU/Linux"
         ),
     )
-    state.gpus = _gpus(spec, fixture)
-    state.ib_hcas = _hcas(spec, fixture, sm_present)
+    state.gpus = _gpus(spec, seed)
+    state.ib_hcas = _hcas(spec, seed, sm_present)
+    if "clock" in spec:
+        state.clock = ClockState(**spec["clock"])
+    for entry in spec.get("processes", []):
+        # {"gpu": 0, "pid": 4242, "name": "python3", "used_memory_mib": 1024, "unit": "train.service"}
+        proc = dict(entry)
+        gpu = state.gpu(int(proc.pop("gpu")))
+        gpu.processes.append(GpuProcess(**proc))
+        gpu.memory_used_mib += gpu.processes[-1].used_memory_mib
+    state.daemons_hold_gpus = bool(spec.get("daemons_hold_gpus", False))
     for sw in state.nvswitches:
         sw.links_active = spec.get("nvswitch_links")
     state.kernel_log = _kernel_log(spec, state)

@@ -1210,8 +1210,9 @@ class MockNvml:
                         {
                             "pid": p.pid,
                             "usedGpuMemory": p.used_memory_mib * 1024 * 1024,
-                            "gpuInstanceId": 0xFFFFFFFF,
-                            "computeInstanceId": 0xFFFFFFFF,
+                            # 0xFFFFFFFF: not on a MIG device (NVML's "invalid" instance id)
+                            "gpuInstanceId": 0xFFFFFFFF if p.gi_id is None else p.gi_id,
+                            "computeInstanceId": 0xFFFFFFFF if p.ci_id is None else p.ci_id,
                         }
                     )
                 )

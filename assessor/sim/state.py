@@ -12,7 +12,12 @@ One file per node. Its top-level object is :class:`NodeState` (``schema: gpulab.
      "services": {"nvidia-fabricmanager.service": ServiceState, ...},
      "kernel_log": ["[    0.000000] Linux version ...", ...],   # dmesg lines, oldest first
      "nccl_env": {"NCCL_IB_HCA": "mlx5_0,..."},
-     "perf": PerfState, "os_release": {...}, "uname": "Linux ..."}
+     "perf": PerfState, "os_release": {...}, "uname": "Linux ...",
+     "clock": {"boot_time": "2025-01-15T08:00:00+00:00", "uptime_s": 7380.0},   # the node's one clock
+     "daemons_hold_gpus": false}           # true: running GPU daemons (DCGM, persistenced...) block a reset
+
+Older state files without the newer fields (``clock``, ``daemons_hold_gpus``, a process's ``unit``) load
+with their defaults.
 
 Conventions a tool writer can rely on:
 
@@ -39,6 +44,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -142,6 +148,9 @@ class GpuProcess:
     name: str  # nv-hostengine, python3
     type: str = "C"  # C compute, G graphics
     used_memory_mib: int = 0
+    unit: str | None = None  # the systemd unit that runs it (stopping the unit ends it); None: started by hand
+    gi_id: int | None = None  # the MIG device it runs on (GPU and compute instance); None outside MIG
+    ci_id: int | None = None
 
 
 @dataclass
@@ -266,6 +275,9 @@ class ServiceState:
     result: str = "success"  # success, exit-code
     exec_main_status: int = 0
     description: str | None = None
+    # Seconds after boot at which the unit entered its present state (systemctl status "since");
+    # None: during boot (its start at boot, or never started).
+    since_s: float | None = None
 
 
 @dataclass
@@ -276,6 +288,18 @@ class PerfState:
     nccl_allreduce_busbw_gbps: float | None = None  # peak busbw at the largest size, GB/s
     ib_write_bw_gbps: float | None = None  # per port, Gb/s, GPUDirect
     dcgm_version: str | None = None
+
+
+@dataclass
+class ClockState:
+    """The node's clock: every simulated tool tells time from it (:mod:`assessor.sim.clock`).
+
+    Now is ``boot_time + uptime_s``. It moves only when something happens on the node (a unit starts, a
+    kernel message is logged, the node reboots), so the same state always prints the same times.
+    """
+
+    boot_time: str = "2025-01-15T08:00:00+00:00"  # ISO 8601 with an offset
+    uptime_s: float = 7380.0  # 2 h 3 min after boot
 
 
 @dataclass
@@ -296,6 +320,11 @@ class NodeState:
     perf: PerfState = field(default_factory=PerfState)
     os_release: dict[str, str] = field(default_factory=dict)
     uname: str | None = None
+    clock: ClockState = field(default_factory=ClockState)
+    # True: the GPU daemons that run (persistenced, DCGM, the fabric manager on NVSwitch Ampere) and
+    # nvidia_drm hold the GPUs as on a real node, so a reset or an A100 MIG change needs a drain first
+    # (:mod:`assessor.sim.gpu_clients`). False: only compute processes and ``mig_reset_blocked_by`` do.
+    daemons_hold_gpus: bool = False
 
     def gpu(self, index: int) -> GpuState:
         """The GPU with NVML index ``index`` (IndexError when absent)."""
@@ -333,8 +362,22 @@ def from_dict(data: Any, *, source: str = "state") -> NodeState:
             raise InputError(f"{source}: state has no {key!r}")
     try:
         return from_jsonable(NodeState, data)
-    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
         raise InputError(f"{source}: malformed simulated node state: {exc}") from None
+
+
+def without_history(data: dict[str, Any]) -> dict[str, Any]:
+    """A state document less what only records when things happened: the clock and each unit's ``since_s``.
+
+    Two nodes that differ only there are the same node at different times (a unit stopped and started
+    again is back to how it booted, an hour later); compare these to ask "is it back to the fixture?".
+    """
+    out = json.loads(json.dumps(data))
+    out.pop("clock", None)
+    for service in (out.get("services") or {}).values():
+        if isinstance(service, dict):
+            service.pop("since_s", None)
+    return out
 
 
 def dumps(state: NodeState) -> str:
@@ -342,19 +385,56 @@ def dumps(state: NodeState) -> str:
     return json.dumps(to_dict(state), indent=2) + "\n"
 
 
-def load_state(path: str | os.PathLike[str]) -> NodeState:
-    """Read a state file; InputError naming the file (and line) when it is missing or not a state."""
-    p = Path(path)
+# A node's state is a few hundred KiB at most; anything far larger is not one (and is not read whole).
+MAX_STATE_BYTES = 16 * 1024 * 1024
+
+
+def _open_regular(p: Path) -> int:
+    """A read-only descriptor on the regular file ``p``; InputError for anything else.
+
+    Refused: a FIFO or a device (reading one could block or never end), a directory, and a symbolic link
+    that leads out of the file's own directory (a state path must not become a way to read any file).
+    """
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.is_symlink():
+            target = p.resolve(strict=True)
+            if target.parent != p.parent.resolve():
+                raise InputError(f"{p}: a symbolic link out of its directory, not a simulated node state")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InputError(f"{p}: no such simulated node state") from None
     except OSError as exc:
         raise InputError(f"{p}: cannot read: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise InputError(f"{p}: {kind}, not a simulated node state")
+    if info.st_size > MAX_STATE_BYTES:
+        os.close(fd)
+        raise InputError(f"{p}: {info.st_size} bytes, larger than a simulated node state can be")
+    return fd
+
+
+def load_state(path: str | os.PathLike[str]) -> NodeState:
+    """Read a state file; InputError naming the file (and line) when it is missing or not a state."""
+    p = Path(path)
+    fd = _open_regular(p)
     try:
-        data = json.loads(text)
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_STATE_BYTES:
+        raise InputError(f"{p}: larger than a simulated node state can be")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not UTF-8 text, not a simulated node state") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{p}: JSON nested too deeply to be a simulated node state") from None
     return from_dict(data, source=str(p))
 
 

@@ -184,6 +184,12 @@ def _dcgm_stopped(state: NodeState) -> None:
     assert result.exit_code != 0 and "Unable to connect to host engine" in result.stdout
 
 
+def _gpu_job(state: NodeState) -> None:
+    assert "python3" in tool(state, "nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv").stdout
+    refused = tool(state, "nvidia-smi", "-i", "0", "-r")
+    assert refused.exit_code == 255 and "In use by another client" in refused.stdout
+
+
 VERIFY: dict[str, Callable[[NodeState], None]] = {
     "ib-port-down": _ib_port_down,
     "no-subnet-manager": _no_subnet_manager,
@@ -297,3 +303,29 @@ def test_revert_restores_the_fixture_values() -> None:
     assert state.nccl_env == healthy.nccl_env
     assert state.gpus == healthy.gpus
     assert state.sm_present
+
+
+def test_gpu_job_condition_shows_and_holds_the_gpu() -> None:
+    state = load_fixture("hgx-h100")
+    faults.get("gpu-job").apply(state)
+    _gpu_job(state)
+    faults.get("gpu-job").revert(state)
+    assert tool(state, "nvidia-smi", "-i", "0", "-r").exit_code == 0
+
+
+def test_gpu_job_run_by_a_unit_ends_when_the_unit_stops(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    save_state(load_fixture("hgx-h100"), path)
+    message = faults.inject(path, "gpu-job", gpu=3, unit="train")
+    assert "holds a GPU" in message
+    assert [p.pid for p in load_state(path).gpu(3).processes] == [24021]
+    assert run_tool(["systemctl", "stop", "train"], Session(path=path)).exit_code == 0
+    assert load_state(path).gpu(3).processes == []
+    with pytest.raises(InputError, match="already runs"):
+        faults.get("gpu-job").apply(_with_job(), gpu=1, pid=5)
+
+
+def _with_job() -> NodeState:
+    state = load_fixture("hgx-h100")
+    faults.get("gpu-job").apply(state, gpu=0, pid=5)
+    return state

@@ -155,3 +155,29 @@ def test_load_fixture_returns_independent_copies() -> None:
     a = load_fixture("hgx-h100")
     a.gpus[0].nvlinks[0].active = False
     assert load_fixture("hgx-h100").gpus[0].nvlinks[0].active is True
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_each_node_booted_after_its_driver_was_built(name: str) -> None:
+    from datetime import datetime
+
+    from assessor.sim import clock
+
+    state = load_fixture(name)
+    assert state.driver.build_date is not None
+    built = datetime.strptime(state.driver.build_date.replace("  ", " "), "%a %b %d %H:%M:%S UTC %Y")
+    assert clock.boot_time(state).replace(tzinfo=None) > built
+
+
+def test_a_fixture_can_start_with_compute_processes_and_gpus_held() -> None:
+    from assessor.sim.fixtures import build_state, fixture_spec
+
+    spec = fixture_spec("dgx-a100")
+    spec["processes"] = [{"gpu": 2, "pid": 31337, "name": "python3", "used_memory_mib": 2048, "unit": "job.service"}]
+    spec["daemons_hold_gpus"] = True
+    state = build_state(spec, host="dgx-a100-02")
+    (proc,) = state.gpu(2).processes
+    assert (proc.pid, proc.unit) == (31337, "job.service")
+    assert state.gpu(2).memory_used_mib == load_fixture("dgx-a100").gpu(2).memory_used_mib + 2048
+    assert state.daemons_hold_gpus and not load_fixture("dgx-a100").daemons_hold_gpus
+    assert load_fixture("dgx-a100", in_use=True).daemons_hold_gpus

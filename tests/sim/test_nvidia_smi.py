@@ -849,15 +849,6 @@ def test_query_compute_apps_lists_the_processes_on_the_gpus_or_only_a_header() -
     assert only_gpu0.stdout == ""
 
 
-def test_query_compute_apps_reads_a_node_level_process_list_when_the_state_has_one() -> None:
-    from assessor.sim.tools.nvidia_smi_query import compute_apps
-
-    state = load_fixture("hgx-h100")
-    object.__setattr__(state, "processes", [{"pid": 31, "gpu": 2, "name": "nv-hostengine", "used_memory_mib": 0}])
-    apps = compute_apps(state, state.gpus)
-    assert [(a.gpu.index, a.pid, a.name) for a in apps] == [(2, 31, "nv-hostengine")]
-
-
 @pytest.mark.parametrize(("name", "cap"), [("dgx-a100", "8.0"), ("hgx-h100", "9.0"), ("pcie-l40s", "8.9")])
 def test_query_gpu_compute_cap_is_the_cuda_compute_capability(name: str, cap: str) -> None:
     out = smi(fresh(name), "-i", "0", "--query-gpu=compute_cap", "--format=csv,noheader")

@@ -42,25 +42,6 @@ _NOT_SIMULATED = {
     "gpulab-env",
 }
 
-# ALLOWLIST, to be removed by the lead once the sim-node branch is merged: commands whose tool or verb
-# that branch adds (reboot, shutdown, kill, rmmod, modprobe -r, systemctl enable/disable/status/list-units,
-# journalctl, nvidia-smi -e). A command listed here that the simulator refuses is an expected failure;
-# one it answers passes.
-_EXPECTED_AFTER_MERGE = {
-    "reboot",
-    "shutdown -r now",
-    "kill",
-    "rmmod",
-    "systemctl enable",
-    "systemctl disable",
-    "systemctl list-units",
-    "modprobe -r",
-    "nvidia-smi -i 0 -e",  # ECC mode change pending until reset: sim-node's -e
-    "nvidia-smi -e",
-    "systemctl status",
-    "journalctl",
-}
-
 # How the tools say "I do not know this": the words each prints for an unknown option or sub-command.
 _REFUSAL_MARKERS = (
     "Invalid combination of input arguments",
@@ -264,10 +245,6 @@ def _program(argv: list[str]) -> str:
     return rest[0] if rest else ""
 
 
-def _expected_after_merge(command: str) -> bool:
-    return any(command == entry or command.startswith(entry + " ") for entry in _EXPECTED_AFTER_MERGE)
-
-
 def refused_as_unknown(result: ToolResult) -> bool:
     """True when a tool answered as to a program or option it does not know."""
     if result.exit_code == 127:
@@ -334,8 +311,6 @@ def _cases() -> list[Recommendation]:
 @pytest.mark.parametrize("rec", _cases(), ids=lambda r: f"{r.fixture}:{r.command}")
 def test_every_recommended_command_runs_on_the_simulator(rec: Recommendation) -> None:
     result = run_on_fixture(rec.command, rec.fixture)
-    if _expected_after_merge(rec.command) and refused_as_unknown(result):
-        pytest.xfail("tool added by the sim-node branch; remove _EXPECTED_AFTER_MERGE after merging it")
     if " " not in rec.command:
         # A bare program name in prose ("the simulator answers nvidia-smi, dcgmi, ...") names the tool;
         # typed alone, dcgmi or modprobe print their usage as the real ones do. The program must exist.

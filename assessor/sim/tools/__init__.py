@@ -39,6 +39,12 @@ class Session:
     env: Mapping[str, str] = field(default_factory=dict)
     euid: int = 0  # root unless told otherwise; -mig, -r, modprobe need root
 
+    def root(self) -> Path | None:
+        """The node's configuration root (:mod:`assessor.sim.config_root`); None when it has none."""
+        from assessor.sim.config_root import node_root
+
+        return node_root(self.path, self.env)
+
     def read(self) -> NodeState:
         if self.path is not None:
             from assessor.sim.state import load_state
@@ -77,6 +83,11 @@ TOOLS: dict[str, tuple[str, str]] = {
     "modprobe": ("system", "modprobe"),
     "cat": ("system", "cat"),
     "uname": ("system", "uname"),
+    "rmmod": ("system", "rmmod"),
+    "kill": ("node", "kill"),
+    "reboot": ("node", "reboot"),
+    "shutdown": ("node", "shutdown"),
+    "uptime": ("node", "uptime"),
     "dcgmi": ("dcgmi", "main"),
     "all_reduce_perf": ("nccl", "all_reduce_perf"),
     "all_gather_perf": ("nccl", "all_gather_perf"),

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from assessor.sim.config_root import NCCL_CONF, nccl_settings, parse_nccl_conf, read_config
 from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
@@ -104,41 +105,17 @@ def _family(gpu: GpuState) -> str | None:
 ROOT_ENV = "GPULAB_SIM_ROOT"
 
 
-def parse_nccl_conf(text: str) -> dict[str, str]:
-    """``NAME=VALUE`` lines of an nccl.conf; ``#`` comments, blank and malformed lines are skipped, as NCCL does."""
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        if name.strip():
-            out[name.strip()] = value.strip()
-    return out
-
-
 def nccl_conf(env: Mapping[str, str]) -> dict[str, str]:
     """The node's ``/etc/nccl.conf`` under ``$GPULAB_SIM_ROOT``; empty without a root or a file."""
     root = env.get(ROOT_ENV)
-    if not root:
-        return {}
-    try:
-        text = (Path(root) / "etc" / "nccl.conf").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
-    return parse_nccl_conf(text)
+    return parse_nccl_conf(read_config(Path(root), NCCL_CONF) or "") if root else {}
 
 
-def merged_env(state: NodeState, env: Mapping[str, str]) -> dict[str, str]:
-    """NCCL's settings: the node's ``nccl_env``, then its /etc/nccl.conf, then the process environment.
-
-    NCCL sets a variable from nccl.conf only when the environment does not already have it, so the
-    environment wins; the file's lines win over the state's baseline settings.
-    """
-    out = dict(state.nccl_env)
-    out.update(nccl_conf(env))
-    out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
-    return out
+def merged_env(state: NodeState, env: Mapping[str, str], root: Path | None = None) -> dict[str, str]:
+    """NCCL's settings as NCCL documents them (:func:`assessor.sim.config_root.nccl_settings`): the node's
+    ``nccl_env``, then its /etc/nccl.conf and ~/.nccl.conf (under ``root``, default ``$GPULAB_SIM_ROOT``),
+    then the process environment, which wins."""
+    return nccl_settings(state, env, root)
 
 
 def nvls_active(state: NodeState, gpus: list[GpuState], env: Mapping[str, str]) -> bool:
@@ -337,7 +314,7 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     if isinstance(parsed, str):
         return ToolResult(1, "", parsed + "\n")
     opts = parsed
-    env = merged_env(state, session.env)
+    env = merged_env(state, session.env, session.root())
     drv = state.driver
     if not drv.loaded or not state.module_loaded("nvidia"):
         return _cuda_failure(state, "CUDA driver version is insufficient for CUDA runtime version")
@@ -486,12 +463,19 @@ def _info_lines(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], 
     def line(rank: int, tid: int, text: str) -> str:
         return f"{host}:{pid}:{tid} [{rank}] NCCL INFO {text}\n"
 
-    out = [line(0, pid, f"Bootstrap : Using {oob}")]
+    # NCCL logs the variables it was given (public NCCL 2.2x INFO logs): "NCCL_SOCKET_IFNAME set by
+    # environment to eth0" before the bootstrap, "NCCL_IB_HCA set to mlx5_0,mlx5_1" before NET/IB.
+    out = []
+    if env.get("NCCL_SOCKET_IFNAME"):
+        out.append(line(0, pid, f"NCCL_SOCKET_IFNAME set by environment to {env['NCCL_SOCKET_IFNAME']}"))
+    out.append(line(0, pid, f"Bootstrap : Using {oob}"))
     out.append(line(0, pid, "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation"))
     out.append(line(0, pid, f"cudaDriverVersion {cuda_int}"))
     out.append(f"NCCL version {version}\n")
     devices = ib_devices(state, env)
     first_tid = pid + 20
+    if env.get("NCCL_IB_HCA"):
+        out.append(line(0, first_tid, f"NCCL_IB_HCA set to {env['NCCL_IB_HCA']}"))
     if devices:
         listing = " ".join(f"[{i}]{d}" for i, d in enumerate(devices))
         out.append(line(0, first_tid, f"NET/IB : Using {listing} [RO]; OOB {oob}"))

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from assessor.sim import clock
+from assessor.sim.gpu_clients import NO_RESET_FOR_MIG, gpu_holders, mig_change_blockers
 from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nvidia_smi_common import (
@@ -43,21 +45,16 @@ from assessor.sim.tools.nvidia_smi_common import (
 )
 from assessor.sim.tools.nvidia_smi_query import (
     REMAPPED_ROW_FIELDS,
-    compute_app_field_known,
     display_sections,
     field_of,
     memory_free_mib,
     mig_uuid,
-    render_compute_apps_csv,
     render_csv,
     render_remapped_rows_csv,
     render_text,
     render_xml,
     timestamp,
 )
-
-# Architectures whose MIG mode change needs no GPU reset (MIG User Guide, "GPU Reset on Hopper+ GPUs").
-_NO_RESET_FOR_MIG = ("Hopper", "Blackwell")
 
 _HELP = """NVIDIA System Management Interface -- v{version}
 
@@ -93,11 +90,13 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
                                 for POWER, UTILIZATION and CLOCK display types.
                                 Doesn't work with -u or -x flags.
           --query-gpu=          Information about GPU.
+          --query-compute-apps= List of currently active compute processes.
           --format=             Comma separated list of format options: csv, noheader, nounits.
 
   DEVICE MODIFICATION OPTIONS:
 
     -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
+    -e,   --ecc-config=         Toggle ECC support: 0/DISABLED, 1/ENABLED
     -r    --gpu-reset           Trigger reset of the GPU.
     -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
 
@@ -117,6 +116,7 @@ class _Args:
     actions: list[str] = field(default_factory=list)  # list, query, query-gpu, pm, reset, mig, help
     xml: bool = False
     query_gpu: str | None = None
+    query_apps: str | None = None
     fmt: str | None = None
     value: str | None = None  # the argument of -pm / -mig
     display: str | None = None  # -d: the -q sections to print
@@ -131,7 +131,9 @@ _VALUE_OPTIONS = {
     "--multi-instance-gpu": "mig",
     "--query-gpu": "query-gpu",
     "--query-remapped-rows": "query-remapped-rows",
-    "--query-compute-apps": "query-compute-apps",
+    "--query-compute-apps": "query-apps",
+    "-e": "ecc",
+    "--ecc-config": "ecc",
     "--format": "format",
     "-d": "display",
     "--display": "display",
@@ -163,12 +165,15 @@ def _parse(args: list[str]) -> _Args | None:
             kind = _VALUE_OPTIONS[name]
             if kind == "ids":
                 parsed.ids = value
-            elif kind in ("pm", "mig"):
+            elif kind in ("pm", "mig", "ecc"):
                 parsed.actions.append(kind)
                 parsed.value = value
-            elif kind in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+            elif kind in ("query-gpu", "query-remapped-rows"):
                 parsed.actions.append(kind)
                 parsed.query_gpu = value
+            elif kind == "query-apps":
+                parsed.actions.append("query-apps")
+                parsed.query_apps = value
             elif kind == "format":
                 parsed.fmt = value
             elif kind == "display":
@@ -185,11 +190,7 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
         return None
-    if parsed.fmt is not None and parsed.actions[:1] not in (
-        ["query-gpu"],
-        ["query-remapped-rows"],
-        ["query-compute-apps"],
-    ):
+    if parsed.fmt is not None and parsed.actions[:1] not in (["query-gpu"], ["query-remapped-rows"], ["query-apps"]):
         return None
     if parsed.display is not None and (parsed.actions != ["query"] or display_sections(parsed.display) is None):
         return None  # -d selects sections of -q, by the names nvidia-smi -h lists
@@ -209,7 +210,7 @@ def main(args: list[str], session: Session) -> ToolResult:
     action = parsed.actions[0] if parsed.actions else "summary"
     if action == "help":
         return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
-    if action in ("pm", "reset", "mig"):
+    if action in ("pm", "reset", "mig", "ecc"):
         with session.update() as state:
             return _modify(action, parsed, state, session.euid)
     state = session.read()
@@ -218,17 +219,22 @@ def main(args: list[str], session: Session) -> ToolResult:
         return refusal
     lost = lost_lines(chosen)
     gpus = visible(chosen)
-    if action in ("query-gpu", "query-remapped-rows", "query-compute-apps"):
+    now = clock.now(state)  # the node's clock, the one dmesg -T and systemctl read too
+    if action in ("query-gpu", "query-remapped-rows"):
         out = _query_gpu(state, gpus, parsed, action)
+    elif action == "query-apps":
+        from assessor.sim.tools.nvidia_smi_apps import query_compute_apps
+
+        out = query_compute_apps(gpus, parsed.query_apps or "", parsed.fmt)
     elif action == "list":
         out = ToolResult(EXIT_OK, list_gpus(gpus))
     elif action == "query" and parsed.xml:
-        out = ToolResult(EXIT_OK, render_xml(state, gpus))
+        out = ToolResult(EXIT_OK, render_xml(state, gpus, now))
     elif action == "query":
         only = display_sections(parsed.display) if parsed.display is not None else None
-        out = ToolResult(EXIT_OK, render_text(state, gpus, only=only))
+        out = ToolResult(EXIT_OK, render_text(state, gpus, now, only=only))
     else:
-        out = ToolResult(EXIT_OK, summary(state, gpus))
+        out = ToolResult(EXIT_OK, summary(state, gpus, now))
     if lost:
         # The lost GPU's line goes to stderr; the others are still listed (exit: the GPU is lost).
         code = EXIT_GPU_LOST if out.exit_code == EXIT_OK else out.exit_code
@@ -264,7 +270,6 @@ def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args, action: st
     known = {
         "query-gpu": lambda n: field_of(n) is not None,
         "query-remapped-rows": lambda n: n.strip() in REMAPPED_ROW_FIELDS,
-        "query-compute-apps": compute_app_field_known,
     }[action]
     for name in names:
         if not known(name):
@@ -272,7 +277,6 @@ def _query_gpu(state: NodeState, gpus: list[GpuState], parsed: _Args, action: st
     render = {
         "query-gpu": render_csv,
         "query-remapped-rows": render_remapped_rows_csv,
-        "query-compute-apps": render_compute_apps_csv,
     }[action]
     csv = render(state, gpus, names, header="noheader" not in options, units="nounits" not in options)
     return ToolResult(EXIT_OK, csv)
@@ -428,9 +432,10 @@ def _process_table(gpus: list[GpuState], inner: int = 89, pid_width: int = 10) -
     for gpu, p in procs:
         name = p.name if len(p.name) <= name_width else "..." + p.name[-(name_width - 3) :]
         memory = f"{p.used_memory_mib}MiB"
-        lines.append(
-            f"|{gpu.index:>5}{'N/A':>6}{'N/A':>5}{p.pid:>{pid_width}}{p.type:>7}   {name:<{name_width}}{memory:>14} |"
-        )
+        gi = "N/A" if p.gi_id is None else str(p.gi_id)
+        ci = "N/A" if p.ci_id is None else str(p.ci_id)
+        row = f"|{gpu.index:>5}{gi:>6}{ci:>5}{p.pid:>{pid_width}}{p.type:>7}   {name:<{name_width}}{memory:>14} |"
+        lines.append(row)
     lines.append(rule)
     return lines
 
@@ -462,14 +467,19 @@ def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResu
     if action == "reset":
         fabric_manager = state.services.get("nvidia-fabricmanager.service")
         return gpu_reset(
-            chosen, euid, fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active"
+            chosen,
+            euid,
+            fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active",
+            state=state,
         )
     mode = _mode(parsed.value)
     if mode is None:
         return usage_error()
     if action == "pm":
         return set_persistence(chosen, mode, euid)
-    return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None)
+    if action == "ecc":
+        return set_ecc_mode(chosen, mode, euid)
+    return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None, state=state)
 
 
 def _mode(value: str | None) -> bool | None:
@@ -501,9 +511,35 @@ def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
     return result(EXIT_OK, lines)
 
 
-def _clients(gpu: GpuState) -> bool:
-    """Something holds the GPU open: a process on it, or an agent named in ``mig_reset_blocked_by``."""
-    return bool(gpu.processes or gpu.mig_reset_blocked_by)
+def set_ecc_mode(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
+    """``nvidia-smi -e 0|1``: root only; the new mode is pending until the GPU is reset or the node reboots.
+
+    nvidia-smi's messages, as a public Tesla T4 capture shows them::
+
+        Disabled ECC support for GPU 00000000:00:05.0.
+        All done.
+        Reboot required.
+
+    The pending mode shows in ``-q`` as "Pending" under "ECC Mode" and applies at the next reset or reboot.
+    """
+    word = "Enabled" if on else "Disabled"
+    lines = []
+    for gpu in gpus:
+        if euid != 0:
+            lines += [f"Unable to set the ECC mode for GPU {gpu.bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+            return result(EXIT_NO_PERMISSION, lines)
+        if gpu.ecc_mode_current is None:
+            lines += [f"Unable to set the ECC mode for GPU {gpu.bus_id}: {NVML_NOT_SUPPORTED}", TERMINATING]
+            return result(EXIT_NOT_SUPPORTED, lines)
+        if gpu.ecc_mode_pending == on:
+            lines.append(f"ECC support is already {word} for GPU {gpu.bus_id}.")
+        else:
+            gpu.ecc_mode_pending = on
+            lines.append(f"{word} ECC support for GPU {gpu.bus_id}.")
+    lines.append(ALL_DONE)
+    if any(g.ecc_mode_pending != g.ecc_mode_current for g in gpus):
+        lines.append("Reboot required.")
+    return result(EXIT_OK, lines)
 
 
 def reset_gpu_state(gpu: GpuState) -> None:
@@ -521,8 +557,28 @@ def reset_gpu_state(gpu: GpuState) -> None:
         gpu.retired_pages.pending = False
 
 
-def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -> ToolResult:
-    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while clients hold a GPU.
+def gpu_reset(
+    gpus: list[GpuState], euid: int, *, fabric_manager: bool = True, state: NodeState | None = None
+) -> ToolResult:
+    """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while anything holds a GPU.
+
+    What holds a GPU is :func:`assessor.sim.gpu_clients.gpu_holders`: compute processes always; on a node
+    whose daemons hold the GPUs, also persistenced (or persistence mode), DCGM's nv-hostengine, the fabric
+    manager on NVSwitch A100s and a loaded nvidia_drm. The refusal is the one public captures show, exit
+    255 (NVIDIA/mig-parted#181, 4 GPUs; ComputeCanada/puppet-magic_castle#387, 1 GPU; NVIDIA/NVSentinel#1690,
+    persistence mode)::
+
+        The following GPUs could not be reset:
+          GPU 00000000:01:00.0: In use by another client
+
+        1 device is currently being used by one or more other processes (e.g., Fabric Manager, CUDA
+        application, graphics application such as an X server, or a monitoring application such as another
+        instance of nvidia-smi). Please first kill all processes using this device and all compute
+        applications running in the system.
+
+    (Drivers of 2020 worded the first line "GPU 00000000:C1:00.0 is currently in use by another process.",
+    NVIDIA/gpu-operator#118; the simulator prints the current form.) After the drain the reset succeeds:
+    "GPU 00000000:1A:00.0 was successfully reset." then "All done.".
 
     On an NVSwitch system a reset GPU registers with the fabric again, which the fabric manager does:
     with it stopped (``fabric_manager`` False) the GPU stays "In Progress" and CUDA refuses to start.
@@ -533,7 +589,7 @@ def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -
     for gpu in gpus:
         if gpu.passthrough:
             return result(EXIT_NOT_SUPPORTED, [f"Resetting GPU {gpu.bus_id} is not supported."])
-    busy = [g for g in gpus if _clients(g)]
+    busy = [g for g in gpus if _holders(state, g)]
     if busy:
         lines = ["The following GPUs could not be reset:"]
         lines += [f"  GPU {g.bus_id}: {NVML_IN_USE}" for g in busy]
@@ -549,6 +605,8 @@ def gpu_reset(gpus: list[GpuState], euid: int, *, fabric_manager: bool = True) -
     lines = []
     for gpu in gpus:
         reset_gpu_state(gpu)
+        if state is not None:
+            clock.advance(state, 1.0)
         if gpu.fabric_state is not None and not fabric_manager:
             gpu.fabric_state, gpu.fabric_status = "In Progress", None
         lines.append(f"GPU {gpu.bus_id} was successfully reset.")
@@ -567,13 +625,40 @@ def _persistence_warning(gpu: GpuState) -> list[str]:
     ]
 
 
-def set_mig_mode(gpus: list[GpuState], on: bool, euid: int, *, explicit: bool) -> ToolResult:
+def _holders(state: NodeState | None, gpu: GpuState) -> list[str]:
+    """What holds ``gpu``; without the node, only what the GPU itself records."""
+    if state is None:
+        return [f"{p.name} (pid {p.pid})" for p in gpu.processes] + list(gpu.mig_reset_blocked_by)
+    return gpu_holders(state, gpu)
+
+
+def _mig_blockers(state: NodeState | None, gpu: GpuState) -> list[str]:
+    if state is None:
+        if gpu.architecture in NO_RESET_FOR_MIG:
+            return [p.name for p in gpu.processes]
+        return _holders(None, gpu)
+    return mig_change_blockers(state, gpu)
+
+
+def set_mig_mode(
+    gpus: list[GpuState], on: bool, euid: int, *, explicit: bool, state: NodeState | None = None
+) -> ToolResult:
     """``nvidia-smi [-i IDS] -mig 0|1``.
 
     Root only. A GPU without MIG is a warning when every GPU was asked (no ``-i``) and an error when it was
     named. Disabling is refused while GPU instances exist. Before Hopper the driver must reset the GPU for
     the mode to take effect: with clients holding it, or in a VM where reset is not allowed, the new mode
-    stays pending with the driver's warning (MIG User Guide, "Enable MIG Mode").
+    stays pending with the driver's warning (MIG User Guide, "Enable MIG Mode"; NVIDIA/gpu-operator#118 and
+    #1845, an A100 on 580.65.06)::
+
+        Warning: MIG mode is in pending enable state for GPU 00000000:C1:00.0:In use by another client
+        00000000:C1:00.0 is currently being used by one or more other processes (e.g. CUDA application or a
+        monitoring application such as another instance of nvidia-smi). Please first kill all processes
+        using the device and retry the command or reboot the system to make MIG mode effective.
+        All done.
+
+    The pending mode applies at the next ``nvidia-smi -r`` or reboot. From Hopper on no reset is needed
+    (MIG User Guide: H100/H200 apply the mode at once), so only compute work on the GPU keeps it pending.
     """
     verb = "enable" if on else "disable"
     word = "Enabled" if on else "Disabled"
@@ -593,14 +678,14 @@ def set_mig_mode(gpus: list[GpuState], on: bool, euid: int, *, explicit: bool) -
             lines += [f"Unable to disable MIG Mode for GPU {gpu.bus_id}: {NVML_IN_USE}", TERMINATING]
             return result(EXIT_OTHER, lines)
         gpu.mig_mode_pending = on
-        needs_reset = gpu.architecture not in _NO_RESET_FOR_MIG and gpu.mig_mode_current != on
+        needs_reset = gpu.architecture not in NO_RESET_FOR_MIG and gpu.mig_mode_current != on
         if needs_reset and gpu.passthrough:
             lines += [
                 f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_NOT_SUPPORTED}",
                 f"Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU {gpu.bus_id}",
             ]
             continue
-        if needs_reset and _clients(gpu):
+        if gpu.mig_mode_current != on and _mig_blockers(state, gpu):
             lines += [
                 f"Warning: MIG mode is in pending {verb} state for GPU {gpu.bus_id}:{NVML_IN_USE}",
                 f"{gpu.bus_id} is currently being used by one or more other processes (e.g. CUDA application or a "

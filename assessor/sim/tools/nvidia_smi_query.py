@@ -890,7 +890,7 @@ def render_csv(
     return "".join(line + "\n" for line in lines)
 
 
-# ---------------------------------------------------------------- --query-remapped-rows, --query-compute-apps
+# ---------------------------------------------------------------- --query-remapped-rows
 
 
 def _flag(value: bool) -> int:
@@ -916,59 +916,6 @@ def _remap(g: GpuState, attr: str) -> object:
     return _flag(value) if isinstance(value, bool) else value
 
 
-@dataclass(frozen=True)
-class ComputeApp:
-    """One row of ``--query-compute-apps``: a compute process on a GPU."""
-
-    gpu: GpuState
-    pid: int
-    name: str
-    used_memory_mib: int
-
-
-def compute_apps(state: NodeState, gpus: list[GpuState]) -> list[ComputeApp]:
-    """The compute processes on ``gpus``: each GPU's own, and any the node lists with the GPU they use.
-
-    A node-level ``processes`` list (``gpu`` index or ``bus_id``, ``pid``, ``name``, ``used_memory_mib``) is read
-    when the state has one; graphics processes (type G) are not compute apps.
-    """
-    apps = [
-        ComputeApp(g, p.pid, p.name, p.used_memory_mib) for g in gpus for p in g.processes if p.type in ("C", "C+G")
-    ]
-    seen = {(a.gpu.index, a.pid) for a in apps}
-    for p in getattr(state, "processes", None) or []:
-        get = p.get if isinstance(p, dict) else lambda key, default=None, _p=p: getattr(_p, key, default)
-        where = get("gpu", get("gpu_index"))
-        bus = get("bus_id")
-        gpu = next((g for g in gpus if g.index == where or (bus is not None and g.bus_id == bus)), None)
-        pid = get("pid")
-        if gpu is None or not isinstance(pid, int) or (gpu.index, pid) in seen or get("type", "C") == "G":
-            continue
-        apps.append(ComputeApp(gpu, pid, str(get("name", "")), int(get("used_memory_mib", 0) or 0)))
-    return apps
-
-
-COMPUTE_APP_FIELDS: dict[str, Field] = {
-    "timestamp": Field(None, lambda s, g: datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]),
-    "gpu_name": Field(None, lambda s, g: g.name),
-    "gpu_bus_id": Field(None, lambda s, g: g.bus_id),
-    "gpu_serial": Field(None, lambda s, g: g.serial),
-    "gpu_uuid": Field(None, lambda s, g: g.uuid),
-}
-_APP_FIELDS: dict[str, tuple[str | None, Callable[[ComputeApp], object]]] = {
-    "pid": (None, lambda a: a.pid),
-    "process_name": (None, lambda a: a.name),
-    "name": (None, lambda a: a.name),
-    "used_gpu_memory": ("MiB", lambda a: a.used_memory_mib),
-    "used_memory": ("MiB", lambda a: a.used_memory_mib),
-}
-
-
-def compute_app_field_known(name: str) -> bool:
-    key = name.strip()
-    return key in COMPUTE_APP_FIELDS or key in _APP_FIELDS
-
-
 def render_remapped_rows_csv(
     state: NodeState, gpus: list[GpuState], names: list[str], *, header: bool = True, units: bool = True
 ) -> str:
@@ -981,31 +928,5 @@ def render_remapped_rows_csv(
         for key in keys:
             value = REMAPPED_ROW_FIELDS[key].value(state, gpu)
             cells.append("[N/A]" if value is None else str(value))
-        lines.append(", ".join(cells))
-    return "".join(line + "\n" for line in lines)
-
-
-def render_compute_apps_csv(
-    state: NodeState, gpus: list[GpuState], names: list[str], *, header: bool = True, units: bool = True
-) -> str:
-    """``--query-compute-apps=NAMES --format=csv[,...]``: one row per compute process; a header alone when none."""
-    keys = [n.strip() for n in names]
-    lines = []
-    if header:
-        heads = []
-        for key in keys:
-            unit = _APP_FIELDS[key][0] if key in _APP_FIELDS else None
-            heads.append(f"{key} [{unit}]" if units and unit else key)
-        lines.append(", ".join(heads))
-    for app in compute_apps(state, gpus):
-        cells = []
-        for key in keys:
-            if key in _APP_FIELDS:
-                unit, get = _APP_FIELDS[key]
-                value = get(app)
-                cells.append(f"{value} {unit}" if units and unit else str(value))
-            else:
-                gv = COMPUTE_APP_FIELDS[key].value(state, app.gpu)
-                cells.append("[N/A]" if gv is None else str(gv))
         lines.append(", ".join(cells))
     return "".join(line + "\n" for line in lines)

@@ -1,24 +1,28 @@
-"""Simulated system tools: ``lsmod``, ``modprobe``, ``dmesg``, ``journalctl``, ``systemctl``, ``cat``, ``uname``.
+"""Simulated system tools: ``lsmod``, ``modprobe``, ``rmmod``, ``dmesg``, ``journalctl``, ``systemctl``, ``cat``,
+``uname``.
 
-They read the modules, services, kernel log and host facts of the node state and change
-them as the real commands would (``systemctl stop``, ``modprobe -r``), refusing what the real
-ones refuse with the real messages: a module in use, an unknown unit, a non-root user.
+They read the modules, services, kernel log and host facts of the node state and change them as the real
+commands would (``systemctl stop|enable``, ``modprobe -r``), refusing what the real ones refuse with the real
+messages: a module in use (its use count includes the GPU daemons' and CUDA processes' open handles,
+:mod:`assessor.sim.gpu_clients`), an unknown unit, a non-root user. Every time they print comes from the
+node's one clock (:mod:`assessor.sim.clock`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from assessor.sim.state import ModuleState, NodeState, ServiceState
+from assessor.sim import clock
+from assessor.sim.config_root import fabric_manager_configured, persistenced_sets_persistence, read_config
+from assessor.sim.gpu_clients import cuda_processes, driver_handles
+from assessor.sim.state import ClockState, ModuleState, NodeState, ServiceState
 from assessor.sim.tools import Session, ToolResult
 
 # ---- kernel log helpers (faults use them too) ------------------------------------------------
 
 _STAMP = re.compile(r"^\[\s*(\d+\.\d+)\]")
-# The simulated boot: journalctl prints wall-clock times counted from here.
-BOOT_TIME = datetime(2025, 1, 15, 8, 0, 0, tzinfo=UTC)
 
 
 def log_time(line: str) -> float | None:
@@ -37,8 +41,12 @@ def last_log_time(state: NodeState) -> float:
 
 
 def append_kernel_log(state: NodeState, messages: list[str], *, after_s: float = 60.0) -> None:
-    """Append kernel messages stamped ``after_s`` seconds after the newest line, a few µs apart."""
-    t = last_log_time(state) + after_s
+    """Append kernel messages stamped ``after_s`` seconds from now on the node's clock, a few µs apart.
+
+    The clock moves on to them (:func:`assessor.sim.clock.uptime` counts the newest line), so ``dmesg -T``,
+    ``journalctl`` and ``systemctl status`` keep agreeing.
+    """
+    t = clock.uptime(state) + after_s
     for i, message in enumerate(messages):
         state.kernel_log.append(f"[{t + i * 0.000011:12.6f}] {message}")
 
@@ -79,8 +87,22 @@ _MISSING_SYMBOL = {
 }
 
 
-def _uses(module: ModuleState) -> int:
-    return module.used_by_count if module.used_by_count is not None else len(module.used_by)
+def use_count(state: NodeState, module: ModuleState) -> int:
+    """lsmod's "Used by" count: named dependent modules plus open handles.
+
+    ``nvidia`` is held open by every GPU daemon and compute process (:func:`.gpu_clients.driver_handles`),
+    ``nvidia_uvm`` by every CUDA process. A fixture's stored count (27 on a DGX) stands for those handles
+    while any remain; once the last one closes only the named users are left, so the module can go.
+    """
+    named = len(module.used_by)
+    stored = module.used_by_count if module.used_by_count is not None else named
+    if module.name == "nvidia":
+        handles = len(driver_handles(state))
+        return named + (max(stored - named, handles) if handles else 0)
+    if module.name == "nvidia_uvm":
+        cuda = len(cuda_processes(state))
+        return named + (max(stored - named, cuda) if cuda else 0)
+    return stored
 
 
 def lsmod(args: list[str], session: Session) -> ToolResult:
@@ -89,7 +111,7 @@ def lsmod(args: list[str], session: Session) -> ToolResult:
     lines = ["Module                  Size  Used by\n"]
     for m in state.modules:
         users = ",".join(m.used_by)
-        line = f"{m.name:<19} {m.size:>8}  {_uses(m)}"
+        line = f"{m.name:<19} {m.size:>8}  {use_count(state, m)}"
         lines.append(line + (f" {users}" if users else "") + "\n")
     return ToolResult(0, "".join(lines))
 
@@ -100,7 +122,13 @@ def _release(state: NodeState) -> str:
 
 
 def modprobe(args: list[str], session: Session) -> ToolResult:
-    """``modprobe [-r] MODULE...``: load or unload modules (root only), with modprobe's refusals."""
+    """``modprobe [-r] MODULE...``: load or unload modules (root only), with modprobe's refusals.
+
+    Loading a module loads what it depends on first (``modprobe nvidia_drm`` brings ``nvidia_modeset`` and
+    ``nvidia``), except ``nvidia_peermem``, whose peer-memory symbols come from the MOFED ``ib_core`` that
+    modprobe cannot know about (it fails with "Unknown symbol" instead). ``-r`` also removes the modules
+    the named one depended on once nothing else uses them (man modprobe, ``--remove``).
+    """
     remove = False
     names: list[str] = []
     for arg in args:
@@ -117,10 +145,33 @@ def modprobe(args: list[str], session: Session) -> ToolResult:
         return ToolResult(1, "", f"modprobe: ERROR: could not {verb} '{names[0]}': Operation not permitted\n")
     with session.update() as state:
         for name in names:
-            result = _unload(state, name) if remove else _load(state, name)
+            result = _unload(state, name, cascade=True) if remove else _load(state, name)
             if result is not None:
                 return result
     return ToolResult(0)
+
+
+def rmmod(args: list[str], session: Session) -> ToolResult:
+    """``rmmod MODULE...``: unload exactly the named modules (no dependencies), with rmmod's messages."""
+    names = [a.replace("-", "_") for a in args if not a.startswith("-")]
+    if not names:
+        return ToolResult(1, "", "rmmod: ERROR: missing module name.\n")
+    if session.euid != 0:
+        return ToolResult(1, "", f"rmmod: ERROR: could not remove '{names[0]}': Operation not permitted\n")
+    with session.update() as state:
+        for name in names:
+            module = next((m for m in state.modules if m.name == name), None)
+            if module is None:
+                return ToolResult(1, "", f"rmmod: ERROR: Module {name} is not currently loaded\n")
+            if use_count(state, module) > 0:
+                users = f" by: {' '.join(module.used_by)}" if module.used_by else ""
+                return ToolResult(1, "", f"rmmod: ERROR: Module {name} is in use{users}\n")
+            _unload(state, name, cascade=False)
+    return ToolResult(0)
+
+
+# Loading these loads their dependencies first, as modprobe does from modules.dep.
+_AUTO_DEPENDENCIES = ("nvidia_uvm", "nvidia_modeset", "nvidia_drm", "mlx5_ib", "ib_uverbs")
 
 
 def _load(state: NodeState, name: str) -> ToolResult | None:
@@ -129,6 +180,11 @@ def _load(state: NodeState, name: str) -> ToolResult | None:
     if name not in _KNOWN_MODULES:
         where = f"/lib/modules/{_release(state)}"
         return ToolResult(1, "", f"modprobe: FATAL: Module {name} not found in directory {where}\n")
+    if name in _AUTO_DEPENDENCIES:
+        for dependency in _DEPENDS.get(name, ()):
+            failed = _load(state, dependency)
+            if failed is not None:
+                return failed
     missing = [d for d in _DEPENDS.get(name, ()) if not state.module_loaded(d)]
     if missing:
         symbol = _MISSING_SYMBOL.get(missing[0], f"{missing[0]}_init")
@@ -138,8 +194,6 @@ def _load(state: NodeState, name: str) -> ToolResult | None:
             "",
             f"modprobe: ERROR: could not insert '{name}': Unknown symbol in module, or unknown parameter (see dmesg)\n",
         )
-    if name == "nvidia" and not state.driver.loaded:
-        state.driver.loaded = True
     state.modules.insert(0, ModuleState(name=name, size=_KNOWN_MODULES[name], used_by=[]))
     holders = list(_DEPENDS.get(name, ()))
     # nvidia_peermem registers with ib_uverbs' peer-memory API on MOFED stacks (lsmod lists it there).
@@ -151,18 +205,61 @@ def _load(state: NodeState, name: str) -> ToolResult | None:
                 m.used_by.append(name)
                 if m.used_by_count is not None:
                     m.used_by_count += 1
-    if name == "nvidia_peermem":
+    if name == "nvidia":
+        _driver_loaded(state)
+    elif name == "nvidia_peermem":
         append_kernel_log(
             state, [f"nvidia-peermem nv_mem_client_init:{state.driver.kernel_module_version} loaded"], after_s=5.0
+        )
+    elif name == "nvidia_uvm":
+        append_kernel_log(state, ["nvidia-uvm: Loaded the UVM driver, major device number 506."], after_s=1.0)
+    elif name == "nvidia_modeset":
+        drv = state.driver
+        append_kernel_log(
+            state,
+            [
+                "nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms  "
+                f"{drv.kernel_module_version}  {drv.build_date or ''}".rstrip()
+            ],
+            after_s=1.0,
         )
     return None
 
 
-def _unload(state: NodeState, name: str) -> ToolResult | None:
+def _driver_loaded(state: NodeState) -> None:
+    """The kernel module that loads is the one installed on disk: the driver packages' version.
+
+    So an upgrade without a reboot (library newer than the loaded module) is repaired by unloading and
+    loading the driver, as on a real node. Loading resets every GPU: pending modes apply, MIG instances and
+    processes are gone, and NVSwitch GPUs wait for the fabric manager to register them again.
+    """
+    from assessor.sim.tools.nvidia_smi import reset_gpu_state
+
+    drv = state.driver
+    drv.loaded = True
+    drv.kernel_module_version = drv.version
+    for gpu in state.gpus:
+        reset_gpu_state(gpu)
+        gpu.processes = []
+        gpu.lost = False
+        if gpu.fabric_state is not None:
+            gpu.fabric_state, gpu.fabric_status = "In Progress", None
+    banner = (
+        "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  " + drv.kernel_module_version + "  Release Build"
+        if drv.open_kernel_module
+        else "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  " + drv.kernel_module_version
+    )
+    lines = ["nvidia-nvlink: Nvlink Core is being initialized, major device number 508"]
+    lines += [f"nvidia {g.bus_id[4:].lower()}: enabling device (0000 -> 0002)" for g in state.gpus]
+    lines.append(f"{banner}  {drv.build_date or ''}".rstrip())
+    append_kernel_log(state, lines, after_s=2.0)
+
+
+def _unload(state: NodeState, name: str, *, cascade: bool) -> ToolResult | None:
     module = next((m for m in state.modules if m.name == name), None)
     if module is None:
         return ToolResult(1, "", f"modprobe: FATAL: Module {name} is not in kernel.\n")
-    if _uses(module) > 0:
+    if use_count(state, module) > 0:
         return ToolResult(1, "", f"modprobe: FATAL: Module {name} is in use.\n")
     state.modules.remove(module)
     for m in state.modules:
@@ -172,6 +269,12 @@ def _unload(state: NodeState, name: str) -> ToolResult | None:
                 m.used_by_count = max(0, m.used_by_count - 1)
     if name == "nvidia":
         state.driver.loaded = False
+        append_kernel_log(state, ["nvidia-nvlink: Unregistered Nvlink Core, major device number 508"], after_s=1.0)
+    if cascade:
+        for dependency in _DEPENDS.get(name, ()):
+            dep = next((m for m in state.modules if m.name == dependency), None)
+            if dep is not None and dependency.startswith("nvidia") and use_count(state, dep) == 0:
+                _unload(state, dependency, cascade=True)
     return None
 
 
@@ -184,75 +287,196 @@ def dmesg(args: list[str], session: Session) -> ToolResult:
         return ToolResult(1, "", "dmesg: read kernel buffer failed: Operation not permitted\n")
     state = session.read()
     human = any(a in ("-T", "--ctime") for a in args)
-    lines = [_ctime_line(line) if human else line for line in state.kernel_log]
+    lines = [_ctime_line(state, line) if human else line for line in state.kernel_log]
     return ToolResult(0, "".join(f"{line}\n" for line in lines))
 
 
-def _ctime_line(line: str) -> str:
-    """``[   12.5] msg`` -> ``[Wed Jan 15 08:00:12 2025] msg`` (dmesg -T)."""
+def _ctime_line(state: NodeState, line: str) -> str:
+    """``[   12.5] msg`` -> ``[Wed Jan 15 08:00:12 2025] msg`` (dmesg -T), from the node's boot time."""
     t = log_time(line)
     if t is None:
         return line
-    when = BOOT_TIME + timedelta(seconds=t)
+    when = clock.at(state, t)
     return f"[{when.strftime('%a %b %e %H:%M:%S %Y')}]" + line[line.index("]") + 1 :]
 
 
 def journalctl(args: list[str], session: Session) -> ToolResult:
-    """``journalctl -k`` (the kernel log with syslog prefixes) and ``journalctl -u UNIT`` (its start lines)."""
-    state = session.read()
+    """``journalctl -k`` (the kernel log with syslog prefixes) and ``journalctl -u UNIT`` (the unit's journal).
+
+    ``-u`` without a unit is journalctl's getopt error (exit 1).
+    """
     unit = None
     kernel = False
     quiet = False
-    it = iter(args)
-    for arg in it:
+    lines_wanted: int | None = None
+    args = _split_short_options(args, takes_value="un")
+    i = 0
+    while i < len(args):
+        arg = args[i]
         if arg in ("-k", "--dmesg"):
             kernel = True
         elif arg in ("-u", "--unit"):
-            unit = next(it, None)
+            if i + 1 >= len(args):
+                message = (
+                    "option requires an argument -- 'u'" if arg == "-u" else "option '--unit' requires an argument"
+                )
+                return ToolResult(1, "", f"journalctl: {message}\n")
+            i += 1
+            unit = args[i]
         elif arg.startswith("--unit="):
             unit = arg.split("=", 1)[1]
         elif arg in ("-q", "--quiet"):
             quiet = True
+        elif arg in ("-n", "--lines") and i + 1 < len(args) and args[i + 1].isdigit():
+            i += 1
+            lines_wanted = int(args[i])
+        elif arg.startswith("--lines=") and arg[8:].isdigit():
+            lines_wanted = int(arg[8:])
+        i += 1
+    state = session.read()
     host = state.host
     if unit is not None:
-        return _unit_journal(state, _unit_name(unit), quiet)
+        entries = unit_journal(state, _unit_name(unit))
+        if not entries:
+            return ToolResult(0, "" if quiet else "-- No entries --\n")
+        shown = entries[-lines_wanted:] if lines_wanted is not None else entries
+        head = [] if quiet else [f"-- Logs begin at {_journal_time(state, 0.0, long=True)}. --\n"]
+        return ToolResult(0, "".join(head) + "".join(f"{e}\n" for e in shown))
     if not kernel:
         kernel = True  # the simulated journal holds only the kernel's messages
-    out = [] if quiet else [f"-- Logs begin at {_journal_time(0.0, long=True)}. --\n"]
+    out = [] if quiet else [f"-- Logs begin at {_journal_time(state, 0.0, long=True)}. --\n"]
     for line in state.kernel_log:
         t = log_time(line)
         body = line[line.index("]") + 1 :].lstrip() if t is not None else line
-        out.append(f"{_journal_time(t or 0.0)} {host} kernel: {body}\n")
+        out.append(f"{_journal_time(state, t or 0.0)} {host} kernel: {body}\n")
     return ToolResult(0, "".join(out))
 
 
-def _journal_time(seconds: float, *, long: bool = False) -> str:
-    when = BOOT_TIME + timedelta(seconds=seconds)
+def _split_short_options(args: list[str], *, takes_value: str) -> list[str]:
+    """getopt's clusters as separate options: ``-xeu UNIT`` -> ``-x -e -u UNIT``, ``-uUNIT`` -> ``-u UNIT``."""
+    out: list[str] = []
+    for arg in args:
+        if not arg.startswith("-") or arg.startswith("--") or len(arg) <= 2:
+            out.append(arg)
+            continue
+        for n, letter in enumerate(arg[1:], start=1):
+            out.append(f"-{letter}")
+            if letter in takes_value:
+                if arg[n + 1 :]:
+                    out.append(arg[n + 1 :])
+                break
+    return out
+
+
+def _journal_time(state: NodeState, seconds: float, *, long: bool = False) -> str:
+    when = clock.at(state, seconds)
     return when.strftime("%a %Y-%m-%d %H:%M:%S UTC") if long else when.strftime("%b %d %H:%M:%S")
 
 
-def _unit_journal(state: NodeState, unit: str, quiet: bool) -> ToolResult:
-    service = state.services.get(unit)
-    if service is None or service.load_state == "not-found":
-        return ToolResult(0, "" if quiet else "-- No entries --\n")
-    desc = service.description or unit
-    stamp = _journal_time(12.0)
-    lines = [f"{stamp} {state.host} systemd[1]: Starting {desc}...\n"]
-    if service.active_state == "active":
-        lines.append(f"{stamp} {state.host} systemd[1]: Started {desc}.\n")
-    elif service.active_state == "failed":
-        lines.append(
-            f"{stamp} {state.host} systemd[1]: {unit}: Control process exited, code=exited, "
-            f"status={service.exec_main_status or 1}/FAILURE\n"
-        )
-        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Failed with result '{service.result}'.\n")
-        lines.append(f"{stamp} {state.host} systemd[1]: Failed to start {desc}.\n")
+BOOT_START_S = 12.0  # when systemd starts the units at boot
+BOOT_FAIL_S = 14.0
+
+
+def _daemon_lines(state: NodeState, unit: str, ok: bool) -> list[str]:
+    """What the daemon itself logs as it starts: the fabric manager's lines (its log file and the journal)."""
+    if unit != "nvidia-fabricmanager.service":
+        return []
+    drv = state.driver
+    if not state.nvswitches:
+        # corpus/fabricmanager/03: no NVSwitch on this machine.
+        return [
+            "request to query NVSwitch device information from NVSwitch driver failed with error:"
+            "WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]"
+        ]
+    if not drv.loaded:
+        return ["fabric manager failed to open NVIDIA GPU driver: No such file or directory"]
+    if drv.version != drv.kernel_module_version:
+        return [
+            f"fabric manager NVIDIA GPU driver interface version {drv.version} don't match with driver version "
+            f"{drv.kernel_module_version}. Please update with matching NVIDIA driver package."
+        ]
+    lines = [
+        f"Fabric Manager version {drv.version} is running with the following configuration options",
+        "Connected to 1 node.",
+    ]
+    if any(g.architecture == "Ampere" for g in state.gpus):
+        lines.append("Successfully configured all the available GPUs and NVSwitches to route NVLink traffic.")
     else:
-        lines.append(f"{stamp} {state.host} systemd[1]: Started {desc}.\n")
-        lines.append(f"{stamp} {state.host} systemd[1]: Stopping {desc}...\n")
-        lines.append(f"{stamp} {state.host} systemd[1]: {unit}: Deactivated successfully.\n")
-        lines.append(f"{stamp} {state.host} systemd[1]: Stopped {desc}.\n")
-    return ToolResult(0, "".join(lines))
+        lines.append(
+            "Successfully configured all the available NVSwitches to route GPU NVLink traffic. NVLink Peer-to-Peer "
+            "support will be enabled once the GPUs are successfully registered with the NVLink fabric."
+        )
+    return lines
+
+
+def _unit_events(state: NodeState, unit: str, service: ServiceState) -> list[tuple[float, str, str]]:
+    """(seconds since boot, who, message) of the unit's journal since boot, as its state implies."""
+    desc = service.description or _UNITS.get(unit, (unit,))[0]
+    comm = _UNITS.get(unit, (unit, "", unit))[2] or unit
+    pid = main_pid(state, unit)
+    events: list[tuple[float, str, str]] = []
+
+    def started(t: float, ok: bool) -> None:
+        events.append((t, "systemd[1]", f"Starting {desc}..."))
+        events.extend((t, f"{comm}[{pid}]", line) for line in _daemon_lines(state, unit, ok))
+        if ok:
+            events.append((t, "systemd[1]", f"Started {desc}."))
+        else:
+            status = service.exec_main_status or 1
+            events.append((t, "systemd[1]", f"{unit}: Control process exited, code=exited, status={status}/FAILURE"))
+            events.append((t, "systemd[1]", f"{unit}: Failed with result '{service.result}'."))
+            events.append((t, "systemd[1]", f"Failed to start {desc}."))
+
+    def stopped(t: float) -> None:
+        events.append((t, "systemd[1]", f"Stopping {desc}..."))
+        events.append((t, "systemd[1]", f"{unit}: Deactivated successfully."))
+        events.append((t, "systemd[1]", f"Stopped {desc}."))
+
+    at_boot = service.unit_file_state == "enabled"
+    since = service.since_s
+    if service.active_state == "active":
+        if since is not None and at_boot:
+            started(BOOT_START_S, True)
+            stopped(since)
+        started(since if since is not None else BOOT_START_S, True)
+    elif service.active_state == "failed":
+        if since is not None and at_boot:
+            started(BOOT_START_S, True)
+        started(since if since is not None else BOOT_FAIL_S, False)
+    elif since is not None:  # stopped after it ran
+        started(BOOT_START_S, True)
+        stopped(since)
+    elif at_boot:  # stopped at some point nobody recorded: a fault, an older state file
+        started(BOOT_START_S, True)
+        stopped(BOOT_FAIL_S)
+    return events
+
+
+def unit_journal(state: NodeState, unit: str) -> list[str]:
+    """``journalctl -u UNIT`` lines (without the "Logs begin" header); empty when the unit never ran."""
+    service = _service(state, unit)
+    if service is None:
+        return []
+    return [
+        f"{_journal_time(state, t)} {state.host} {who}: {msg}" for t, who, msg in _unit_events(state, unit, service)
+    ]
+
+
+def fabric_manager_log(state: NodeState) -> str | None:
+    """``/var/log/fabricmanager.log`` since boot (FM's own ``[Jan 15 2025 08:00:12] [INFO] [tid N]`` format,
+    corpus/fabricmanager/01); None where the fabric manager is not installed."""
+    unit = "nvidia-fabricmanager.service"
+    service = _service(state, unit)
+    if service is None:
+        return None
+    tid = 1000 + main_pid(state, unit) % 1000
+    lines = []
+    for t, who, message in _unit_events(state, unit, service):
+        if who.startswith("systemd"):
+            continue
+        level = "INFO" if "Successfully" in message or "Connected" in message or "running" in message else "ERROR"
+        lines.append(f"[{clock.at(state, t).strftime('%b %d %Y %H:%M:%S')}] [{level}] [tid {tid}] {message}")
+    return "".join(f"{line}\n" for line in lines)
 
 
 # ---- systemctl -------------------------------------------------------------------------------
@@ -308,8 +532,18 @@ def _unit_name(name: str) -> str:
     return name if "." in name else f"{name}.service"
 
 
-def _main_pid(state: NodeState, unit: str) -> int:
-    return 1500 + int(hashlib.sha256(f"{state.host}:{unit}".encode()).hexdigest()[:4], 16) % 3000
+def main_pid(state: NodeState, unit: str) -> int:
+    """The PID of a unit's main process, as ``systemctl status`` shows it.
+
+    Stable for a host and unit while the unit runs; a restart or a reboot gives it a new one.
+    """
+    key = f"{state.host}:{unit}"
+    service = state.services.get(unit)
+    if service is not None and service.since_s is not None:
+        key += f":{service.since_s}"
+    if state.clock.boot_time != ClockState().boot_time:
+        key += f":{state.clock.boot_time}"
+    return 1500 + int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % 3000
 
 
 def _service(state: NodeState, unit: str) -> ServiceState | None:
@@ -340,13 +574,13 @@ def _properties(state: NodeState, unit: str) -> dict[str, str]:
         }
     desc, directory, _, _ = _UNITS.get(unit, (unit, "/etc/systemd/system", "", ""))
     running = service.active_state == "active" and service.sub_state == "running"
-    pid = str(_main_pid(state, unit)) if running else "0"
+    pid = str(main_pid(state, unit)) if running else "0"
     ran = service.active_state != "inactive" or service.result != "success"
     return {
         "Type": "oneshot" if service.sub_state == "exited" else "forking",
         "Result": service.result,
         "MainPID": pid,
-        "ExecMainPID": str(_main_pid(state, unit)) if ran else "0",
+        "ExecMainPID": str(main_pid(state, unit)) if ran else "0",
         "ExecMainCode": "1" if ran and not running else "0",
         "ExecMainStatus": str(service.exec_main_status),
         "Id": unit,
@@ -361,21 +595,27 @@ def _properties(state: NodeState, unit: str) -> dict[str, str]:
 
 
 def systemctl(args: list[str], session: Session) -> ToolResult:
-    """``systemctl status|is-active|is-enabled|show|start|stop|restart UNIT...``."""
+    """``systemctl status|is-active|is-enabled|is-failed|show|start|stop|restart|enable|disable|list-units|
+    list-unit-files [UNIT...]``; without a verb, ``list-units``."""
     props: list[str] = []
     positional: list[str] = []
+    flags: set[str] = set()
     it = iter(args)
     for arg in it:
         if arg in ("-p", "--property"):
             props.extend(p for p in next(it, "").split(",") if p)
         elif arg.startswith("--property="):
             props.extend(p for p in arg.split("=", 1)[1].split(",") if p)
+        elif arg in ("-a", "--all", "--now", "--failed"):
+            flags.add(arg.lstrip("-").replace("a", "all", 1) if arg == "-a" else arg.lstrip("-"))
+        elif arg.startswith("--state="):
+            flags.update(f"state={v}" for v in arg.split("=", 1)[1].split(","))
         elif arg.startswith("-"):
-            continue  # --no-pager, -l, --quiet: no effect on the simulated result
+            continue  # --no-pager, -l, --quiet, --type=service: no effect on the simulated result
         else:
             positional.append(arg)
     if not positional:
-        return ToolResult(1, "", "Too few arguments.\n")
+        positional = ["list-units"]
     verb, units = positional[0], [_unit_name(u) for u in positional[1:]]
     if verb == "show":
         return _show(session.read(), units, props)
@@ -385,7 +625,98 @@ def systemctl(args: list[str], session: Session) -> ToolResult:
         return _is(session.read(), verb, units)
     if verb in ("start", "stop", "restart"):
         return _change(session, verb, units)
+    if verb in ("enable", "disable"):
+        return _enable(session, verb, units, now="now" in flags)
+    if verb == "list-units":
+        return _list_units(session.read(), positional[1:], flags)
+    if verb == "list-unit-files":
+        return _list_unit_files(session.read(), positional[1:])
     return ToolResult(1, "", f"Unknown command verb {verb}.\n")
+
+
+def _matches(unit: str, patterns: list[str]) -> bool:
+    import fnmatch
+
+    return not patterns or any(fnmatch.fnmatch(unit, p) or fnmatch.fnmatch(unit, _unit_name(p)) for p in patterns)
+
+
+def _list_units(state: NodeState, patterns: list[str], flags: set[str]) -> ToolResult:
+    """``systemctl list-units``: loaded units that are active or failed (all of them with ``--all``)."""
+    wanted_states = {f.split("=", 1)[1] for f in flags if f.startswith("state=")}
+    if "failed" in flags:
+        wanted_states.add("failed")
+    rows = []
+    for unit in sorted(state.services):
+        service = _service(state, unit)
+        if service is None or not _matches(unit, patterns):
+            continue
+        if wanted_states:
+            if service.active_state not in wanted_states and service.sub_state not in wanted_states:
+                continue
+        elif service.active_state == "inactive" and "all" not in flags:
+            continue
+        desc = service.description or _UNITS.get(unit, (unit,))[0]
+        rows.append((unit, service.load_state, service.active_state, service.sub_state, desc))
+    if not rows:
+        return ToolResult(0, "0 loaded units listed.\n")
+    widths = [max(len(r[i]) for r in [*rows, ("UNIT", "LOAD", "ACTIVE", "SUB", "")]) for i in range(4)]
+    header = ("UNIT", "LOAD", "ACTIVE", "SUB", "DESCRIPTION")
+    lines = ["  " + " ".join(h.ljust(w) for h, w in zip(header[:4], widths, strict=True)) + " " + header[4]]
+    for r in rows:
+        dot = "●" if r[2] == "failed" else " "
+        lines.append(f"{dot} " + " ".join(v.ljust(w) for v, w in zip(r[:4], widths, strict=True)) + " " + r[4])
+    more = "" if "all" in flags else " Pass --all to see loaded but inactive units, too."
+    lines += [
+        "",
+        "LOAD   = Reflects whether the unit definition was properly loaded.",
+        "ACTIVE = The high-level unit activation state, i.e. generalization of SUB.",
+        "SUB    = The low-level unit activation state, values depend on unit type.",
+        "",
+        f"{len(rows)} loaded units listed.{more}",
+        "To show all installed unit files use 'systemctl list-unit-files'.",
+    ]
+    return ToolResult(0, "".join(f"{line}\n" for line in lines))
+
+
+def _list_unit_files(state: NodeState, patterns: list[str]) -> ToolResult:
+    rows = [
+        (unit, s.unit_file_state or "disabled")
+        for unit, s in sorted(state.services.items())
+        if s.load_state != "not-found" and _matches(unit, patterns)
+    ]
+    width = max([len("UNIT FILE")] + [len(u) for u, _ in rows])
+    lines = [f"{'UNIT FILE'.ljust(width)} STATE   VENDOR PRESET"]
+    lines += [f"{u.ljust(width)} {st.ljust(7)} enabled" for u, st in rows]
+    lines += ["", f"{len(rows)} unit files listed."]
+    return ToolResult(0, "".join(f"{line}\n" for line in lines))
+
+
+def _enable(session: Session, verb: str, units: list[str], *, now: bool) -> ToolResult:
+    """``systemctl enable|disable [--now] UNIT...``: the symlink messages go to stderr, as systemctl prints them."""
+    if not units:
+        return ToolResult(1, "", "Too few arguments.\n")
+    if session.euid != 0:
+        return ToolResult(1, "", f"Failed to {verb} unit: Access denied\n")
+    messages: list[str] = []
+    with session.update() as state:
+        for unit in units:
+            if _service(state, unit) is None:
+                return ToolResult(1, "", f"Failed to {verb} unit: Unit file {unit} does not exist.\n")
+        for unit in units:
+            service = state.services[unit]
+            directory = _UNITS.get(unit, (unit, "/etc/systemd/system"))[1]
+            link = f"/etc/systemd/system/multi-user.target.wants/{unit}"
+            if verb == "enable" and service.unit_file_state != "enabled":
+                service.unit_file_state = "enabled"
+                messages.append(f"Created symlink {link} → {directory}/{unit}.")
+            elif verb == "disable" and service.unit_file_state == "enabled":
+                service.unit_file_state = "disabled"
+                messages.append(f"Removed {link}.")
+    err = "".join(f"{m}\n" for m in messages)
+    if now:
+        changed = _change(session, "start" if verb == "enable" else "stop", units)
+        return ToolResult(changed.exit_code, changed.stdout, err + changed.stderr)
+    return ToolResult(0, "", err)
 
 
 def _show(state: NodeState, units: list[str], props: list[str]) -> ToolResult:
@@ -425,9 +756,10 @@ def _is(state: NodeState, verb: str, units: list[str]) -> ToolResult:
     return ToolResult(code, "".join(out))
 
 
-def _since(seconds: float) -> str:
-    when = BOOT_TIME + timedelta(seconds=seconds)
-    return when.strftime("%a %Y-%m-%d %H:%M:%S UTC")
+def _since(state: NodeState, seconds: float) -> str:
+    """``since Wed 2025-01-15 08:00:12 UTC; 2h 2min ago`` from the node's clock."""
+    when = clock.at(state, seconds).strftime("%a %Y-%m-%d %H:%M:%S UTC")
+    return f"{when}; {clock.ago(clock.uptime(state) - seconds)}"
 
 
 def _status(state: NodeState, units: list[str]) -> ToolResult:
@@ -452,9 +784,10 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
             f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
             f"vendor preset: {preset})\n",
         ]
-        pid = _main_pid(state, unit)
+        pid = main_pid(state, unit)
         if active == "active":
-            block.append(f"     Active: active ({service.sub_state}) since {_since(12.0)}; 2h 3min ago\n")
+            since = service.since_s if service.since_s is not None else BOOT_START_S
+            block.append(f"     Active: active ({service.sub_state}) since {_since(state, since)}\n")
             if service.sub_state == "running":
                 # systemd shows the kernel's comm, cut to 15 characters: "(nv-fabricmanage)" in
                 # corpus/fabricmanager/02.
@@ -467,11 +800,17 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
                 block.append(f"   Main PID: {pid} (code=exited, status=0/SUCCESS)\n")
         elif active == "failed":
             status = service.exec_main_status or 1
-            block.append(f"     Active: failed (Result: {service.result}) since {_since(14.0)}; 2h 1min ago\n")
+            since = service.since_s if service.since_s is not None else BOOT_FAIL_S
+            block.append(f"     Active: failed (Result: {service.result}) since {_since(state, since)}\n")
             block.append(f"    Process: {pid} ExecStart={cmdline} (code=exited, status={status}/FAILURE)\n")
             block.append(f"   Main PID: {pid} (code=exited, status={status}/FAILURE)\n")
+        elif service.since_s is not None:
+            block.append(f"     Active: {active} ({service.sub_state}) since {_since(state, service.since_s)}\n")
         else:
             block.append(f"     Active: {active} ({service.sub_state})\n")
+        journal = unit_journal(state, unit)[-10:]
+        if journal:
+            block.append("\n" + "".join(f"{line}\n" for line in journal))
         out.append("".join(block))
         if active != "active":
             code = max(code, 3)
@@ -495,10 +834,18 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
         failed = []
         for unit in units:
             service = state.services[unit]
-            if verb in ("stop", "restart"):
-                _stop(state, unit, service)
-            if verb in ("start", "restart") and not _start(state, unit, service):
-                failed.append(unit)
+            running = service.active_state == "active"
+            if verb == "start" and running:
+                continue  # starting a running unit does nothing
+            since = clock.advance(state, 2.0)
+            if verb in ("stop", "restart") and (running or verb == "stop"):
+                if running:
+                    service.since_s = since
+                stop_unit(state, unit, service)
+            if verb in ("start", "restart"):
+                service.since_s = clock.advance(state, 1.0)
+                if not start_unit(state, unit, service, session.root()):
+                    failed.append(unit)
     if failed:
         unit = failed[0]
         return ToolResult(
@@ -510,18 +857,30 @@ def _change(session: Session, verb: str, units: list[str]) -> ToolResult:
     return ToolResult(0)
 
 
-def _stop(state: NodeState, unit: str, service: ServiceState) -> None:
+def stop_unit(state: NodeState, unit: str, service: ServiceState) -> None:
+    """What stopping a unit does to the node (its processes end; persistenced turns persistence off)."""
     service.active_state, service.sub_state, service.result, service.exec_main_status = "inactive", "dead", "success", 0
+    # The unit's processes end with it: a training job run as a service leaves its GPUs.
+    for gpu in state.gpus:
+        gone = [p for p in gpu.processes if p.unit == unit]
+        if gone:
+            gpu.processes = [p for p in gpu.processes if p.unit != unit]
+            gpu.memory_used_mib = max(0, gpu.memory_used_mib - sum(p.used_memory_mib for p in gone))
     if unit == "nvidia-persistenced.service":
         # The daemon turns persistence mode off on every GPU as it exits.
         for gpu in state.gpus:
             gpu.persistence_mode = False
 
 
-def _start(state: NodeState, unit: str, service: ServiceState) -> bool:
-    """Start a unit; False when it fails the way the real daemon does on this node."""
+def start_unit(state: NodeState, unit: str, service: ServiceState, root: Path | None = None) -> bool:
+    """Start a unit; False when it fails the way the real daemon does on this node.
+
+    ``root`` is the node's configuration root: the fabric manager needs its config file there, and a
+    persistenced drop-in with ``--no-persistence-mode`` leaves persistence mode off.
+    """
     driver_ok = state.driver.loaded and state.driver.version == state.driver.kernel_module_version
-    if unit == "nvidia-fabricmanager.service" and (not state.nvswitches or not driver_ok):
+    fm_unusable = not state.nvswitches or not driver_ok or not fabric_manager_configured(root)
+    if unit == "nvidia-fabricmanager.service" and fm_unusable:
         # No NVSwitch: NV_WARN_NOTHING_TO_DO (corpus/fabricmanager/03); or the driver stack is broken.
         _fail(service)
         return False
@@ -531,8 +890,9 @@ def _start(state: NodeState, unit: str, service: ServiceState) -> bool:
     service.active_state, service.result, service.exec_main_status = "active", "success", 0
     service.sub_state = "exited" if unit == "openibd.service" else "running"
     if unit == "nvidia-persistenced.service":
-        for gpu in state.gpus:
-            gpu.persistence_mode = True
+        if persistenced_sets_persistence(root):
+            for gpu in state.gpus:
+                gpu.persistence_mode = True
     elif unit == "nvidia-fabricmanager.service":
         # The fabric manager trains the NVSwitch fabric: every GPU's registration completes.
         for gpu in state.gpus:
@@ -599,7 +959,7 @@ def _os_release_text(state: NodeState) -> str | None:
 
 
 def cat(args: list[str], session: Session) -> ToolResult:
-    """``cat FILE...`` for the files the capture reads: the driver version and os-release."""
+    """``cat FILE...``: the driver version, os-release, the fabric manager's log and the node's config files."""
     state = session.read()
     out: list[str] = []
     err: list[str] = []
@@ -611,6 +971,10 @@ def cat(args: list[str], session: Session) -> ToolResult:
             text = _os_release_text(state)
         elif path == "/proc/sys/kernel/hostname" or path == "/etc/hostname":
             text = f"{state.host}\n"
+        elif path == "/var/log/fabricmanager.log":
+            text = fabric_manager_log(state)
+        elif path.startswith("/etc/") or path.startswith("/usr/share/nvidia/"):
+            text = read_config(session.root(), path)  # the node's configuration files
         else:
             text = None
         if text is None:

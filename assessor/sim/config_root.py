@@ -1,0 +1,248 @@
+"""The configuration files of a simulated node: a directory that stands for its ``/``.
+
+A node whose state is ``node.json`` keeps its files in ``node.json.d/`` beside it (``etc/nccl.conf``,
+``etc/modprobe.d/*.conf``, the fabric manager's ``usr/share/nvidia/nvswitch/fabricmanager.cfg``, a
+``nvidia-persistenced`` drop-in under ``etc/systemd/system/``). The candidate edits them with ordinary
+tools; the simulated tools read them through :func:`read_config`. ``GPULAB_SIM_ROOT`` in the environment
+names another directory instead. A node held only in memory (``mock:NAME``) has no root: the simulated
+tools then behave as with the shipped defaults.
+
+What the simulated node honours:
+
+- ``/etc/modprobe.d``: ``blacklist NAME`` keeps a module from loading at boot; without the nouveau
+  blacklist the boot binds the GPUs to nouveau and the NVIDIA driver does not load.
+- ``/etc/nccl.conf`` and ``~/.nccl.conf`` (``NCCL_CONF_FILE``): :func:`nccl_settings`.
+- The fabric manager's config must exist for it to start (once its package directory is in the root).
+- ``--no-persistence-mode`` in a ``nvidia-persistenced.service`` drop-in: the daemon runs without turning
+  persistence mode on.
+
+Reads are confined to the root: a path that leaves it (``..``, a symbolic link out) or is not a regular
+file reads as absent, and a file is read up to :data:`MAX_CONFIG_BYTES`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from assessor.sim.state import NodeState
+
+ROOT_ENV = "GPULAB_SIM_ROOT"
+MAX_CONFIG_BYTES = 1024 * 1024
+
+NCCL_CONF = "/etc/nccl.conf"
+MODPROBE_D = "/etc/modprobe.d"
+FABRIC_MANAGER_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+PERSISTENCED_DROP_IN = "/etc/systemd/system/nvidia-persistenced.service.d/override.conf"
+
+
+def root_for_state(state_path: str | os.PathLike[str]) -> Path:
+    """The configuration root that belongs to the state file at ``state_path`` (absolute)."""
+    p = Path(state_path).absolute()
+    return p.with_name(p.name + ".d")
+
+
+def node_root(state_path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    """The root a tool session uses: ``$GPULAB_SIM_ROOT``, else the state's own when it exists, else None."""
+    named = env.get(ROOT_ENV)
+    if named:
+        return Path(named)
+    if state_path is None:
+        return None
+    root = root_for_state(state_path)
+    return root if root.is_dir() else None
+
+
+def _inside(root: Path, node_path: str) -> Path | None:
+    """``root``'s file for the node's absolute ``node_path``; None when it would lead out of the root."""
+    parts = [p for p in node_path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    candidate = root.joinpath(*parts)
+    try:
+        resolved = candidate.resolve(strict=True)
+        base = root.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if resolved != base and base not in resolved.parents:
+        return None
+    return resolved
+
+
+def read_config(root: Path | None, node_path: str) -> str | None:
+    """The text of the node's file ``node_path`` (``/etc/nccl.conf``) under ``root``; None when absent.
+
+    Only regular files inside the root are read (never a FIFO or a device), at most MAX_CONFIG_BYTES.
+    """
+    if root is None:
+        return None
+    path = _inside(root, node_path)
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read(MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
+
+
+def list_config(root: Path | None, node_dir: str) -> list[str]:
+    """Node paths of the regular ``*.conf`` files in ``node_dir`` under ``root``, sorted (as modprobe reads)."""
+    if root is None:
+        return []
+    directory = _inside(root, node_dir)
+    if directory is None or not directory.is_dir():
+        return []
+    return sorted(
+        f"{node_dir.rstrip('/')}/{entry.name}" for entry in directory.iterdir() if entry.name.endswith(".conf")
+    )
+
+
+# ---- what the shipped node has -----------------------------------------------------------------
+
+_NCCL_CONF = """\
+# /etc/nccl.conf: NCCL reads NAME=VALUE lines here for every job on this node.
+# The environment and ~/.nccl.conf override what is set here.
+"""
+_BLACKLIST_NOUVEAU = "blacklist nouveau\noptions nouveau modeset=0\n"
+_NVIDIA_OPTIONS = "# Options of the NVIDIA kernel module, e.g.\n# options nvidia NVreg_EnableStreamMemOPs=1\n"
+# The keys and defaults of the fabricmanager.cfg that the nvidia-fabricmanager package installs.
+_FABRIC_MANAGER_CFG = """\
+# NVIDIA Fabric Manager configuration file.
+LOG_LEVEL=4
+LOG_FILE_NAME=/var/log/fabricmanager.log
+LOG_APPEND_TO_LOG=1
+LOG_FILE_MAX_SIZE=1024
+LOG_USE_SYSLOG=0
+DAEMONIZE=1
+BIND_INTERFACE_IP=127.0.0.1
+STARTING_TCP_PORT=16000
+FABRIC_MODE=0
+FABRIC_MODE_RESTART=0
+STATE_FILE_NAME=/tmp/fabricmanager.state
+FM_CMD_BIND_INTERFACE=127.0.0.1
+FM_CMD_PORT_NUMBER=6666
+FM_STAY_RESIDENT_ON_FAILURES=0
+ACCESS_LINK_FAILURE_MODE=0
+TRUNK_LINK_FAILURE_MODE=0
+NVSWITCH_FAILURE_MODE=0
+ABORT_CUDA_JOBS_ON_FM_EXIT=1
+TOPOLOGY_FILE_PATH=/usr/share/nvidia/nvswitch
+"""
+
+
+def default_files(state: NodeState) -> dict[str, str]:
+    """The configuration files a freshly installed node of this kind has (node path -> text)."""
+    files = {
+        NCCL_CONF: _NCCL_CONF,
+        f"{MODPROBE_D}/blacklist-nouveau.conf": _BLACKLIST_NOUVEAU,
+        f"{MODPROBE_D}/nvidia.conf": _NVIDIA_OPTIONS,
+    }
+    if "nvidia-fabricmanager.service" in state.services:
+        files[FABRIC_MANAGER_CFG] = _FABRIC_MANAGER_CFG
+    return files
+
+
+def populate(root: Path, state: NodeState, *, overwrite: bool = False) -> list[Path]:
+    """Write the node's default configuration files under ``root``; returns the files written."""
+    written = []
+    for node_path, text in default_files(state).items():
+        target = root.joinpath(*node_path.strip("/").split("/"))
+        if target.exists() and not overwrite:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+# ---- what the simulated tools honour -----------------------------------------------------------
+
+
+def _modprobe_lines(root: Path | None) -> list[list[str]]:
+    out = []
+    for node_path in list_config(root, MODPROBE_D):
+        for raw in (read_config(root, node_path) or "").splitlines():
+            words = raw.split("#", 1)[0].split()
+            if words:
+                out.append(words)
+    return out
+
+
+def modprobe_blacklist(root: Path | None) -> set[str]:
+    """Modules ``blacklist``-ed in ``/etc/modprobe.d``; without a root, the shipped ``nouveau`` one."""
+    if root is None:
+        return {"nouveau"}
+    return {w[1].replace("-", "_") for w in _modprobe_lines(root) if w[0] == "blacklist" and len(w) > 1}
+
+
+def modprobe_options(root: Path | None) -> dict[str, list[str]]:
+    """``options MODULE KEY=VALUE...`` lines of ``/etc/modprobe.d``, per module."""
+    out: dict[str, list[str]] = {}
+    for words in _modprobe_lines(root):
+        if words[0] == "options" and len(words) > 2:
+            out.setdefault(words[1].replace("-", "_"), []).extend(words[2:])
+    return out
+
+
+def fabric_manager_configured(root: Path | None) -> bool:
+    """The fabric manager's config file is there.
+
+    Judged only on a root that holds the fabric manager's package directory (``gpulab sim init`` puts it
+    there): a root that never had the package's files (a bare test-bed root) does not fail the daemon.
+    """
+    if root is None or _inside(root, FABRIC_MANAGER_CFG.rsplit("/", 1)[0]) is None:
+        return True
+    return read_config(root, FABRIC_MANAGER_CFG) is not None
+
+
+def persistenced_sets_persistence(root: Path | None) -> bool:
+    """False when a drop-in starts nvidia-persistenced with ``--no-persistence-mode``."""
+    text = read_config(root, PERSISTENCED_DROP_IN) or ""
+    return "--no-persistence-mode" not in text
+
+
+def parse_nccl_conf(text: str) -> dict[str, str]:
+    """``NAME=VALUE`` lines of an nccl.conf; ``#`` comments, blank and malformed lines are skipped, as NCCL does."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.partition("=")
+        name = name.strip()
+        if name and " " not in name:
+            out[name] = value.strip()
+    return out
+
+
+def nccl_settings(state: NodeState, env: Mapping[str, str], root: Path | None = None) -> dict[str, str]:
+    """The NCCL variables a job on this node runs with, as NCCL documents it ("Environment Variables").
+
+    From lowest to highest precedence: the node's ``nccl_env`` (what its job launcher exports), then
+    ``/etc/nccl.conf``, then the user's ``~/.nccl.conf`` (``$HOME`` from ``env``, default ``/root``), or
+    instead of both files the one ``NCCL_CONF_FILE`` names; then the process environment, which always
+    wins (NCCL sets a variable from a file only when the environment does not have it). Files are read
+    under ``root`` (default: ``$GPULAB_SIM_ROOT`` of ``env``).
+
+    For the simulated nccl-tests (:mod:`assessor.sim.tools.nccl`): ``NCCL_IB_HCA``, ``NCCL_SOCKET_IFNAME``,
+    ``NCCL_DEBUG`` and the rest come from here, so an edit of the node's nccl.conf changes what
+    ``all_reduce_perf`` does and prints.
+    """
+    if root is None and env.get(ROOT_ENV):
+        root = Path(env[ROOT_ENV])
+    out = dict(state.nccl_env)
+    conf_file = env.get("NCCL_CONF_FILE")
+    if conf_file:
+        out.update(parse_nccl_conf(read_config(root, conf_file) or ""))
+    else:
+        out.update(parse_nccl_conf(read_config(root, NCCL_CONF) or ""))
+        home = env.get("HOME") or "/root"
+        out.update(parse_nccl_conf(read_config(root, f"{home.rstrip('/')}/.nccl.conf") or ""))
+    out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
+    return out
