@@ -1,14 +1,31 @@
-"""YAML with line numbers, so a malformed lab, profile or inventory names file, line and key."""
+"""YAML with line numbers, so a malformed lab, profile or answer names file, line and key.
+
+What gpulab reads as YAML comes from people (candidates' answers, instructors' labs and profiles), so
+it is read defensively: plain data only (strings, numbers, booleans, null, mappings, lists), no custom
+tags, no merge keys, no duplicate or non-string keys, bounded nesting, and aliases only within a
+small budget (an alias bomb of a few hundred bytes would otherwise expand to gigabytes). Every refusal
+is one InputError naming the file, the line and the key.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
 
 KeyPath = tuple[str | int, ...]
+
+MAX_NODES = 100_000  # every node built, aliases expanded: far above any lab, far below a bomb
+MAX_DEPTH = 64
+MAX_DIGITS = 64  # an integer longer than this is not a count, a port or a score
+_PLAIN = "tag:yaml.org,2002:"
+# A float in YAML 1.2's spelling with an exponent (PyYAML's YAML 1.1 resolver wants a dot and a signed exponent).
+_FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+ALLOWED_TAGS = {_PLAIN + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 
 
 @dataclass
@@ -42,7 +59,7 @@ def format_path(path: KeyPath) -> str:
 
 
 def load(path: Path | str, *, text: str | None = None) -> Located:
-    """Load one YAML document; syntax errors become InputError naming file and line."""
+    """Load one YAML document; syntax errors and unsafe content become InputError naming file, line and key."""
     import yaml
 
     name = str(path)
@@ -51,10 +68,15 @@ def load(path: Path | str, *, text: str | None = None) -> Located:
             text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError(f"{name}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{name}: cannot read: {exc}") from None
+        except UnicodeDecodeError as exc:
+            line = Path(path).read_bytes()[: exc.start].count(b"\n") + 1
+            raise InputError(f"{name}:{line}: not UTF-8 text") from None
+        except OSError as exc:
+            raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if "\x00" in text:
+        raise InputError(f"{name}:{text[: text.index(chr(0))].count(chr(10)) + 1}: binary data (a NUL byte), not YAML")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
@@ -65,29 +87,73 @@ def load(path: Path | str, *, text: str | None = None) -> Located:
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     located = Located(None, name)
     if node is not None:
-        located.data = _build(node, (), located.lines)
+        located.data = _Builder(located).build(node, (), 0)
     return located
 
 
-def _build(node: Any, path: KeyPath, lines: dict[KeyPath, int]) -> Any:
-    import yaml
+class _Builder:
+    """Turns a composed node tree into plain data, recording lines and refusing what is not plain data."""
 
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
+    def __init__(self, located: Located) -> None:
+        self.located = located
+        self.nodes = 0
+
+    def refuse(self, node: Any, path: KeyPath, message: str) -> InputError:
+        key = format_path(path)
+        key = key if len(key) <= 80 else key[:77] + "..."
+        where = f"{self.located.file}:{node.start_mark.line + 1}"
+        return InputError(f"{where}: {message}" + (f" (key {key})" if key else ""))
+
+    def build(self, node: Any, path: KeyPath, depth: int) -> Any:
+        import yaml
+
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.refuse(node, path, f"more than {MAX_NODES} values (aliases expanding?): refused")
+        if depth > MAX_DEPTH:
+            raise self.refuse(node, path, f"nested more than {MAX_DEPTH} levels deep: refused")
+        if node.tag not in ALLOWED_TAGS:
+            tag = node.tag.removeprefix(_PLAIN)
+            raise self.refuse(node, path, f"tag {tag!r} is not allowed: only plain strings, numbers, lists and maps")
+        self.located.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        out: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
-            key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            child = (*path, key if isinstance(key, (str, int)) else str(key))
-            out[key] = _build(value_node, child, lines)
-            lines[child] = key_node.start_mark.line + 1
+            if key_node.tag == _PLAIN + "merge":
+                raise self.refuse(key_node, path, "merge keys (<<) are not allowed: write the keys out")
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _PLAIN + "str":
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "a list or map"
+                raise self.refuse(key_node, path, f"key {shown!r} is not a string: quote it")
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise self.refuse(key_node, (*path, key), f"duplicate key {key!r} (first at line {first_line[key]})")
+            first_line[key] = line
+            child = (*path, key)
+            self.located.lines[child] = line
+            out[key] = self.build(value_node, child, depth + 1)
+            self.located.lines[child] = line
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*path, i), lines) for i, item in enumerate(node.value)]
-    return _scalar(node)
+
+    def scalar(self, node: Any, path: KeyPath) -> Any:
+        if node.tag == _PLAIN + "str" and not node.style and _FLOAT_1_2.fullmatch(node.value):
+            return float(node.value)  # YAML 1.2 reads 2.0944e3 as a number; PyYAML's 1.1 rules say string
+        if node.tag == _PLAIN + "int" and len(node.value.lstrip("+-").replace("_", "")) > MAX_DIGITS:
+            raise self.refuse(node, path, f"a number of more than {MAX_DIGITS} digits: refused")
+        try:
+            return _constructor().construct_object(node, deep=True)
+        except (ValueError, OverflowError, ArithmeticError) as exc:
+            raise self.refuse(node, path, f"cannot read {node.value[:40]!r}: {exc}") from None
+        except Exception as exc:  # yaml's ConstructorError: a value its tag cannot hold
+            raise self.refuse(node, path, f"cannot read {node.value[:40]!r}: {exc}") from None
 
 
-def _scalar(node: Any) -> Any:
+@cache
+def _constructor() -> Any:
     import yaml
 
-    loader = yaml.SafeLoader("")
-    return loader.construct_object(node, deep=True)
+    return yaml.constructor.SafeConstructor()
