@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 def bench_corpus(rounds: int) -> None:
     from assessor import parsers
-    from tests.conftest import CORPUS
+    from tests.support.corpus import CORPUS
     from tests.support.corpus_kinds import corpus_files
 
     files = [(kind, path.read_text(encoding="utf-8", errors="replace")) for path, kind in corpus_files(CORPUS)]

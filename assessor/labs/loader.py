@@ -126,12 +126,56 @@ def load_lab(directory: Path | str) -> Lab:
 
     directory = Path(directory)
     located = yamlio.load(directory / LAB_FILE)
-    problems = schema_problems(located)
-    if not problems:
-        problems = semantic_problems(located, directory)
-    if problems:
-        raise InputError("\n".join(str(p) for p in problems))
+    stamp = validated_stamp(directory)
+    if stamp is None or not stamp.exists():
+        problems = schema_problems(located)
+        if not problems:
+            problems = semantic_problems(located, directory)
+        if problems:
+            raise InputError("\n".join(str(p) for p in problems))
+        _touch(stamp)
     return _build(located.data, directory)
+
+
+def validated_stamp(directory: Path) -> Path | None:
+    """Where the proof that this exact lab folder passed validation is kept; None when there is no cache.
+
+    Validating a lab imports the schema validator, the check catalogue and the simulator (most of a
+    second for the shipped labs); its verdict depends only on the folder's files and on gpulab itself,
+    so it is kept under a key of both. A lab that fails validation is never stamped.
+    """
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    if os.environ.get("GPULAB_NO_CACHE"):
+        return None
+    h = hashlib.sha256(_validator_fingerprint().encode())
+    h.update(f"{directory.parent.name}/{directory.name}\0".encode())  # the id and domain must match the folders
+    for file in sorted(p for p in directory.iterdir() if p.is_file()):
+        h.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return Path(cache_home) / "gpulab" / "labs-valid" / h.hexdigest()
+
+
+@cache
+def _validator_fingerprint() -> str:
+    """gpulab's version and the files whose code decides whether a lab is valid."""
+    from assessor import __version__
+
+    package = Path(__file__).resolve().parents[1]
+    parts = [__version__]
+    for pattern in ("labs/*.py", "checks/*.py", "sim/faults.py", "sim/fixtures/*.json", "schemas/lab.schema.json"):
+        for f in sorted(package.glob(pattern)):
+            st = f.stat()
+            parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def _touch(stamp: Path | None) -> None:
+    if stamp is None:
+        return
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # a read-only home only costs the next command the validation again
 
 
 def schema_problems(located: Located) -> list[InputError]:

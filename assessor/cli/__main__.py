@@ -1,0 +1,3 @@
+from assessor.cli import main
+
+main()
