@@ -29,6 +29,9 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
 
     facts = NodeFacts(host=snap.host)
     carried: dict[str, str] = {}
+    # Fields whose better source is present but broken: a lesser source must not paper over it
+    # (a truncated nvidia-smi -q -x is an error for the GPU checks even when nvidia-smi -L lists the GPUs).
+    blocked: set[str] = set()
     kinds = known_files()
     # When two files feed the same field, the first one that parses wins (the table's priority).
     order = by_priority(list(snap.sources))
@@ -51,7 +54,7 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
             except Exception as exc:  # a parser bug: that source is unusable, the run goes on
                 problem = f"{name}: could not be parsed ({type(exc).__name__}: {exc}); please report it with the file"
             else:
-                _merge(facts, partial, name)
+                _merge(facts, partial, name, blocked)
                 for field_name, text in partial.problems.items():
                     if facts.sources.get(field_name) == name:
                         carried.setdefault(field_name, f"{name}: {text}")
@@ -60,8 +63,10 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
             for field_name in spec.fields:
                 if getattr(facts, field_name) is None and field_name != "driver":
                     facts.problems.setdefault(field_name, problem)
-    # A field a later source filled is no longer a problem, unless the source that filled it
-    # reported one itself (the NVML collector: a GPU that is lost among those that answer).
+                    if source.status != "missing":
+                        blocked.add(field_name)
+    # A filled field keeps only the problem its own source reported (the NVML collector: a GPU that is
+    # lost among those that answer).
     for field_name in list(facts.problems):
         if getattr(facts, field_name) is not None:
             del facts.problems[field_name]
@@ -93,9 +98,9 @@ def _capture_problem(source: Source) -> str | None:
     return None
 
 
-def _merge(facts: NodeFacts, partial: NodeFacts, source: str) -> None:
+def _merge(facts: NodeFacts, partial: NodeFacts, source: str, blocked: set[str]) -> None:
     for f in fields(NodeFacts):
-        if f.name in ("host", "problems", "sources"):
+        if f.name in ("host", "problems", "sources") or f.name in blocked:
             continue
         value = getattr(partial, f.name)
         if value is None:
