@@ -59,6 +59,39 @@ class Snapshot:
     path: Path | None = None
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024  # one tool output; `--max-file-size` changes it
+
+
+def read_safely(file: Path, directory: Path, max_bytes: int) -> bytes:
+    """The bytes of ``file`` if it is a regular file inside ``directory`` and at most ``max_bytes`` long.
+
+    ValueError (with the reason in words) for a symbolic link leading outside the directory, a FIFO, a
+    device or a socket (reading them can hang or never end), or a file over the cap.
+    """
+    import os
+    import stat
+
+    real = file.resolve()
+    if file.is_symlink() and not real.is_relative_to(directory.resolve()):
+        raise ValueError(f"a symbolic link leading out of the snapshot (to {real}): refused")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if not real.exists():
+            raise ValueError("a link to nothing") from None
+        raise exc
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file (a FIFO, a device or a socket): refused")
+        if info.st_size > max_bytes:
+            raise ValueError(f"{info.st_size} bytes, over the {max_bytes}-byte limit (--max-file-size): refused")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"over the {max_bytes}-byte limit (--max-file-size): refused")
+    return data
+
+
 def validate_dir(directory: Path | str) -> Path:
     """The path, or InputError when it is not a snapshot directory with something usable in it."""
     path = Path(directory)
@@ -73,17 +106,25 @@ def validate_dir(directory: Path | str) -> Path:
     return path
 
 
-def read(directory: Path | str) -> Snapshot:
-    """Read a snapshot directory; InputError when it does not exist or holds nothing usable."""
+def read(directory: Path | str, *, max_bytes: int | None = None) -> Snapshot:
+    """Read a snapshot directory; InputError when it does not exist or holds nothing usable.
+
+    Only regular files inside the directory are read, each up to ``max_bytes`` (default
+    :data:`MAX_FILE_BYTES`): a FIFO, a device, a symbolic link leading out of the directory or an
+    oversized file is an ``unreadable`` source naming it, so the checks that need it say ``error``.
+    """
     path = validate_dir(directory)
+    cap = MAX_FILE_BYTES if max_bytes is None else max_bytes
     meta: dict[str, Any] = {}
     meta_path = path / META
-    if meta_path.exists():
+    if meta_path.exists() or meta_path.is_symlink():
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            meta = json.loads(read_safely(meta_path, path, cap).decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             line = getattr(exc, "lineno", None)
             raise InputError(f"{meta_path}{':' + str(line) if line else ''}: unreadable meta.json: {exc}") from None
+        except ValueError as exc:
+            raise InputError(f"{meta_path}: {exc}") from None
         if not isinstance(meta, dict):
             raise InputError(f"{meta_path}: meta.json must be a JSON object")
     files_meta: dict[str, Any] = meta.get("files") or {}
@@ -91,14 +132,17 @@ def read(directory: Path | str) -> Snapshot:
     for name in known_files():
         info = files_meta.get(name) or {}
         file = path / name
-        if not file.exists():
+        if not file.exists() and not file.is_symlink():
             if info:  # capture recorded why the file is absent (tool missing, failed)
                 snap.sources[name] = _source_from_meta(name, None, info)
             continue
         try:
-            text = file.read_bytes().decode("utf-8", errors="replace")
+            text = read_safely(file, path, cap).decode("utf-8", errors="replace")
         except OSError as exc:
             snap.sources[name] = Source(name, None, "unreadable", message=f"{file}: cannot read: {exc.strerror or exc}")
+            continue
+        except ValueError as exc:  # not a regular file of the snapshot, or too big
+            snap.sources[name] = Source(name, None, "unreadable", message=f"{file}: {exc}")
             continue
         snap.sources[name] = _source_from_meta(name, text, info)
     if not snap.sources:

@@ -65,6 +65,14 @@ def reach_options(f: Any) -> Any:
         click.option(
             "--host-timeout", type=float, default=600.0, show_default=True, help="Seconds for one whole target."
         ),
+        click.option(
+            "--max-file-size",
+            type=click.IntRange(1, 4096),
+            default=64,
+            show_default=True,
+            metavar="MIB",
+            help="Largest tool output read from a snapshot; a larger file is an error for its checks.",
+        ),
         *_ssh(),
     ]
 
@@ -87,6 +95,7 @@ class Reach:
     timeout: float
     host_timeout: float
     accept_new_host_keys: bool
+    max_file_size: int
     identity: str | None
     known_hosts: str | None
 
@@ -106,6 +115,7 @@ class Reach:
             identity=self.identity,
             known_hosts=self.known_hosts,
             host_timeout=self.host_timeout,
+            max_file_bytes=self.max_file_size * 1024 * 1024,
         )
         jobs = [Job(spec, open_target(spec, options)) for spec in targets]
         if self.inventory:

@@ -33,6 +33,7 @@ class TargetOptions:
     known_hosts: str | None = None
     connect_timeout: float = 10.0
     host_timeout: float = 600.0
+    max_file_bytes: int | None = None  # the largest tool output read from a snapshot (None: the default)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def open_target(
         from assessor.capture.snapshot import validate_dir
         from assessor.targets.local import SnapshotTarget
 
-        target = SnapshotTarget(spec, validate_dir(parsed.rest))
+        target = SnapshotTarget(spec, validate_dir(parsed.rest), max_bytes=options.max_file_bytes)
     elif kind in ("mock", "mock-file"):
         from assessor.targets.mock import MockTarget
 

@@ -13,12 +13,13 @@ class SnapshotTarget:
     spec: str
     path: Path
     name: str | None = None
+    max_bytes: int | None = None  # the largest file read (None: assessor.capture.snapshot.MAX_FILE_BYTES)
     cpu_bound = True  # reading and parsing files: a fleet of these runs in processes
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
         from assessor.capture import snapshot
 
-        return snapshot.read(self.path)
+        return snapshot.read(self.path, max_bytes=self.max_bytes)
 
 
 @dataclass
