@@ -7,7 +7,6 @@ device it knows nothing about into a pass.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,26 +29,6 @@ def label_for_index(index: int, gpus: Sequence[Gpu] | None) -> str:
         if gpu.index == index:
             return gpu_label(gpu)
     return f"GPU {index}"
-
-
-_BUS_RE = re.compile(r"(?:(?P<domain>[0-9a-fA-F]+):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})(?:\.[0-7])?$")
-
-
-def bus_key(bus_id: str | None) -> str | None:
-    """``bus:device`` in lower-case hex, the part of a PCI address every tool prints.
-
-    nvidia-smi prints ``00000000:44:00.0``, the kernel's Xid lines ``0000:44:00``; the
-    domain width and the function differ, bus and device do not.
-    """
-    if not bus_id:
-        return None
-    text = bus_id.strip().strip("[]()")
-    if text.upper().startswith("PCI:"):
-        text = text[4:]
-    match = _BUS_RE.search(text)
-    if not match:
-        return None
-    return f"{int(match['bus'], 16):02x}:{int(match['dev'], 16):02x}"
 
 
 def need_gpus(facts: NodeFacts) -> list[Gpu]:

@@ -8,9 +8,10 @@ from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
-from assessor.checks.common import bus_key, gpu_label, join_limited, labels, need_gpus, verdict
+from assessor.checks.common import gpu_label, join_limited, labels, need_gpus, verdict
 from assessor.checks.result import Result, Status
 from assessor.facts import Gpu, KernelEvent, NodeFacts, Topology
+from assessor.pci import bus_key
 
 PERSISTENCED = "nvidia-persistenced"
 

@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, NodeFacts
 from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failure, says_no_devices
-from assessor.parsers._pci import normalize_bus_id
+from assessor.pci import normalize_bus_id
 
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
 

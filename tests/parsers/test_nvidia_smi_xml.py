@@ -13,7 +13,7 @@ from assessor import parsers
 from assessor.errors import ParseError
 from assessor.facts import Gpu, NodeFacts
 from assessor.parsers import nvidia_smi_xml
-from assessor.parsers._pci import normalize_bus_id
+from assessor.pci import normalize_bus_id
 from tests.support.corpus import read_corpus
 
 A100_40_V11 = "nvidia_smi_xml/a100-sxm4-40gb-mig-510-v11.xml"
