@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from assessor.cli.options import Reach, active_tests, reach_options
+from assessor.cli.options import Reach, active_option, active_tests, reach_options
 
 
 @click.command()
@@ -38,13 +38,7 @@ from assessor.cli.options import Reach, active_tests, reach_options
     type=click.Path(dir_okay=False),
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
 )
-@click.option(
-    "--with",
-    "active",
-    default="",
-    metavar="TESTS",
-    help="Also run active tests: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] (dcgmi diag -r 2).",
-)
+@active_option
 def assess(
     reach: Reach,
     profile: str | None,
@@ -129,13 +123,7 @@ def assess(
     type=click.Path(file_okay=False),
     help="Snapshot directory to write (DIR/<host>/ for several targets).",
 )
-@click.option(
-    "--with",
-    "active",
-    default="",
-    metavar="TESTS",
-    help="Also run active tests: nccl[:GPUS], dcgm[:LEVEL] (comma-separated).",
-)
+@active_option
 def capture(
     reach: Reach,
     out: str,

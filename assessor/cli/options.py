@@ -127,6 +127,18 @@ class Reach:
         return jobs
 
 
+def active_option(f: Any) -> Any:
+    """--with: the active tests to run besides the capture (they load the node, so only on request)."""
+    return click.option(
+        "--with",
+        "active",
+        default="",
+        metavar="TESTS",
+        help="Also run active tests, comma-separated: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] "
+        "(dcgmi diag, level 2).",
+    )(f)
+
+
 def active_tests(text: str) -> tuple[str, ...]:
     from assessor.capture.run import active_command
     from assessor.errors import InputError
