@@ -27,6 +27,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import KernelEvent, NodeFacts
+from assessor.parsers._text import clean_lines
 
 # dmesg "[ 1843.308145]", dmesg -T "[Sun Feb 23 16:24:18 2025]", dmesg -e "[Nov14 10:00]" / "[  +0.000012]";
 # not "[drm]" and other subsystem tags that start a message.
@@ -64,7 +65,7 @@ def parse(text: str) -> NodeFacts:
     """Parse a kernel log into ``kernel_events`` (Xid, SXid, fallen off the bus, degraded PCIe)."""
     if not text.strip():
         raise ParseError("empty kernel log: a booted kernel always logs something, so the capture failed")
-    lines = text.splitlines()
+    lines = clean_lines(text, log_prefixes=False)
     events: list[KernelEvent] = []
     consumed: set[int] = set()  # continuation lines already folded into a multi-line event
     for index, raw in enumerate(lines):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from assessor.errors import ParseError
 from assessor.facts import IbPort, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _CA = re.compile(r"^CA:?\s+'(?P<name>[^']+)'\s*$")
 _PORT = re.compile(r"^Port\s+(?P<port>\d+)\s*:\s*$")
@@ -55,7 +56,7 @@ class _Ca:
 
 def parse(text: str) -> NodeFacts:
     """Parse ``ibstat`` or ``ibstatus`` output into ``ib_ports``, one IbPort per port."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line.strip() for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty ibstat output")

@@ -17,6 +17,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import KernelModule, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _HEADER = re.compile(r"^Module\s+Size\s+Used\s+by\s*$")
 _NAME = re.compile(r"^[\w-]+$")
@@ -26,7 +27,7 @@ _PROC_STATES = {"Live", "Loading", "Unloading"}
 def parse(text: str) -> NodeFacts:
     """Parse ``lsmod`` output into ``modules``."""
     modules: list[KernelModule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(clean_lines(text), start=1):
         line = raw.strip()
         if not line or _HEADER.match(line):
             continue

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from assessor.errors import ParseError
 from assessor.facts import NcclDebug, NcclRun, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
 _NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
@@ -100,7 +101,7 @@ def _is_nccl_line(line: str) -> bool:
 
 def parse(text: str) -> NodeFacts:
     """Parse a ``NCCL_DEBUG=INFO`` log into ``NodeFacts.nccl.debug``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     if not any(_is_nccl_line(line) for line in lines):
         raise ParseError("no NCCL INFO/WARN lines found (was NCCL_DEBUG=INFO set?)", line=1)
     return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines)))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from assessor.errors import ParseError
 from assessor.facts import NcclDevice, NcclRow, NcclRun, NodeFacts
+from assessor.parsers._text import clean_lines, echoed_commands
 from assessor.parsers.nccl_debug import parse_debug_lines
 
 # mpirun --tag-output ("[1,0]<stdout>:") and markdown quoting ("> ") in pasted captures.
@@ -144,7 +145,7 @@ def _looks_like_row(tokens: list[str]) -> bool:
 
 def parse(text: str) -> NodeFacts:
     """Parse nccl-tests stdout (with any interleaved NCCL_DEBUG lines) into ``NodeFacts.nccl``."""
-    raw_lines = text.splitlines()
+    raw_lines = clean_lines(text)
     lines = [_TAG.sub("", line) for line in raw_lines]
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     run = NcclRun()
@@ -180,6 +181,10 @@ def parse(text: str) -> NodeFacts:
             raise ParseError(f"result row does not fit the table header: {exc}", line=i + 1) from None
     if not seen_header and not run.rows:
         raise ParseError("no nccl-tests results found", line=1)
+    if command_test is None:
+        # The command line may have been echoed after a shell prompt, which cleaning removed.
+        found = (_TEST_BINARY.search(f" {c} ") for c in echoed_commands(text))
+        command_test = next((m.group(1) for m in found if m), None)
     run.test = starting_test or command_test
     run.debug = parse_debug_lines(raw_lines)
     return NodeFacts(nccl=run)

@@ -21,6 +21,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import NodeFacts, PerftestRow, PerftestRun
+from assessor.parsers._text import clean_lines
 
 _QUOTE = re.compile(r"^>[ ]?")
 _TITLE = re.compile(r"^\s*(?P<title>[A-Za-z_]+(?: [A-Za-z_]+)* BW Test)\s*$")
@@ -32,7 +33,7 @@ _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 
 def parse(text: str) -> NodeFacts:
     """Parse a perftest bandwidth run (client side) into ``ib_write_bw``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty perftest output")

@@ -22,6 +22,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import NodeFacts, Service
+from assessor.parsers._text import clean_lines
 
 _SHOW_LINE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9]*)=(?P<value>.*)$")
 _UNIT = r"[\w@.:\\-]+\.(?:service|socket|target|timer|mount|path|scope|slice|swap|automount|device)"
@@ -52,7 +53,7 @@ _JOURNAL_MAIN_EXIT = re.compile(
 
 def parse(text: str) -> NodeFacts:
     """Parse ``systemctl show`` (or ``systemctl status``) output into ``services``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line.strip() for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty systemctl output")

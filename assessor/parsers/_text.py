@@ -1,0 +1,172 @@
+"""Text hygiene shared by every text parser: what people paste around a tool's output.
+
+Real captures reach gpulab through launchers, terminals, logs and chat windows, each adding
+something of its own to the lines:
+
+- launcher prefixes: Open MPI ``--tag-output`` (``[1,0]<stdout>:``), a bare rank tag
+  (``[0] ``), Slurm ``srun --label`` (``0: ``), NCCL's ``hostname:pid:tid`` prefix;
+- log prefixes: the kernel's ``[  123.456]``, an ISO timestamp, syslog's
+  ``Mar  3 12:00:01 host kernel:`` and ``dmesg -x``'s ``kern  :warn  :``;
+- shell prompts and the command echoed after them (``root@host:/# nvidia-smi -L``,
+  ``(env) [root@gpu3 ~]# ibstat``, ``$ ibstat``), markdown fences (three backticks) and
+  ``> `` quoting, and excerpt marks (``...``, ``[...]``, ``<snip>``).
+
+:func:`clean_lines` removes them and keeps one output line per input line (a removed line
+becomes empty), so a ParseError still names the line of the file the user has. It is pure
+and linear: every pattern is anchored at the start of a line and has no nested repetition.
+
+A prefix that could be part of the output itself (``0: `` starts a legitimate line of some
+tools) is only removed when most lines carry it, as a launcher adds it to every line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from assessor.errors import ParseError
+
+# --- prefixes a launcher adds to every line it forwards ------------------------------------
+_OMPI_TAG = re.compile(r"^\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:\s?")
+_RANK_TAG = re.compile(r"^\[\d{1,6}\]\s?")
+_SLURM_LABEL = re.compile(r"^\s{0,6}\d{1,6}: ")
+# "gpu-node-3:4187:4187 [0] NCCL INFO ...": host, pid, tid, then NCCL's own device tag.
+_NCCL_PREFIX = re.compile(r"^[A-Za-z0-9][\w.-]{0,253}:\d{1,10}:\d{1,10} (?=\[\d{1,4}\] NCCL )")
+# A bare rank tag in the middle of a line, where two ranks' output interleaved in one row.
+_INNER_RANK_TAG = re.compile(r"(?<=\s)\[\d{1,6}\](?=\s)")
+
+# --- log prefixes -----------------------------------------------------------------------------
+_KERNEL_TIME = re.compile(r"^\[\s{0,12}\d{1,10}\.\d{1,9}\]\s?")
+_ISO_TIME = re.compile(
+    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: [\w.-]{1,253} kernel:)?\s"
+)
+_SYSLOG = re.compile(r"^[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,253} kernel: ?")
+# dmesg -x ("kern  :warn  : [ 12.3] ..."), optionally after a host ("gpu3: kern: warning: ...").
+_DMESG_FACILITY = re.compile(r"^(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z]{1,8}\s{0,4}:\s?")
+
+# --- lines that are not output at all --------------------------------------------------------
+# user@host:dir$ cmd, user@host:dir# cmd, [user@host dir]# cmd, an optional "(venv) " before,
+# and a bare "$ cmd". "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
+_PROMPT = re.compile(
+    r"^(?:\([\w.-]{1,64}\)\s?)?"
+    r"(?:[\w.-]{1,64}@[\w.-]{1,253}:[^\s#$]{0,512}[#$]|\[[\w.-]{1,64}@[\w.-]{1,253} [^\]]{0,512}\][#$]|\$)"
+    r"(?:\s|$)"
+)
+_FENCE = re.compile(r"^\s{0,3}(?:`{3,}|~{3,})[\w+-]{0,32}\s*$")
+_EXCERPT_MARKS = frozenset({"...", "…", "[...]", "[…]", "<snip>", "[snip]", "<...>", "(...)", "snip", "---snip---"})
+_ELIDED = re.compile(r"^\[\.\.\.[^\]]{0,200}\]$")  # "[... lines elided ...]"
+_QUOTE = re.compile(r"^> ?")
+_ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
+
+# Longest number token any tool prints (a 64-bit counter has 20 digits); longer is hostile.
+MAX_DIGITS = 40
+_LONG_NUMBER = re.compile(r"\d{%d}" % (MAX_DIGITS + 1))
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+
+Prefix = re.Pattern[str]
+# Prefixes stripped only when most of the lines carry them (they can be output themselves).
+_MAJORITY_PREFIXES: tuple[Prefix, ...] = (_SLURM_LABEL, _QUOTE)
+# Prefixes that no tool output starts with: stripped wherever they are.
+_LAUNCHER_PREFIXES: tuple[Prefix, ...] = (_OMPI_TAG, _NCCL_PREFIX, _RANK_TAG)
+_LOG_PREFIXES: tuple[Prefix, ...] = (_ISO_TIME, _SYSLOG, _DMESG_FACILITY, _KERNEL_TIME)
+
+
+def check_input(text: str, *, what: str = "tool output") -> None:
+    """ParseError naming the line for input no tool prints: NUL and other control bytes, runs of
+    undecodable bytes (U+FFFD), and numbers longer than any counter (``int()`` of 5,000 digits)."""
+    if _BINARY.search(text) or text.count("\ufffd") > 2 or _LONG_NUMBER.search(text):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if _BINARY.search(line) or line.count("\ufffd") > 2:
+                raise ParseError(f"binary data, not {what}", line=number)
+            if _LONG_NUMBER.search(line):
+                raise ParseError(f"a number of more than {MAX_DIGITS} digits is not {what}", line=number)
+
+
+def decode(data: bytes, *, what: str = "tool output") -> str:
+    """``data`` as UTF-8 text; ParseError naming the first line that is not valid UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(f"invalid UTF-8 (byte 0x{data[exc.start]:02x}): not {what}", line=line) from None
+
+
+def clean_lines(text: str, *, log_prefixes: bool = True) -> list[str]:
+    """The lines of ``text`` with paste and launcher noise removed, one per input line.
+
+    ``log_prefixes=False`` keeps kernel-log timestamps (the dmesg parser reads them itself).
+    Raises ParseError (with the line) for binary data and absurdly long numbers.
+    """
+    check_input(text)
+    lines = [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
+    majority = [p for p in _MAJORITY_PREFIXES if _most_lines_match(lines, p)]
+    prefixes = (*majority, *_LAUNCHER_PREFIXES, *(_LOG_PREFIXES if log_prefixes else ()))
+    out: list[str] = []
+    for line in lines:
+        line = _strip_prefixes(line, prefixes)
+        if _is_noise(line):
+            out.append("")
+            continue
+        if log_prefixes and "[" in line:
+            line = _INNER_RANK_TAG.sub("", line)
+        out.append(line)
+    return out
+
+
+def clean(text: str, *, log_prefixes: bool = True) -> str:
+    """:func:`clean_lines` joined back into one text (same number of lines)."""
+    return "\n".join(clean_lines(text, log_prefixes=log_prefixes))
+
+
+def echoed_commands(text: str) -> list[str]:
+    """The commands echoed after shell prompts in ``text`` (``root@h:/# ./all_reduce_perf -g 8``)."""
+    commands = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if (m := _PROMPT.match(stripped)) and stripped[m.end() :].strip():
+            commands.append(stripped[m.end() :].strip())
+    return commands
+
+
+def last_content_line(lines: list[str]) -> int:
+    """0-based index of the last non-blank line (-1 when none): the one a cut capture may halve."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            return i
+    return -1
+
+
+def _strip_prefixes(line: str, prefixes: tuple[Prefix, ...]) -> str:
+    # Launchers nest (srun label, then an mpirun tag, then NCCL's prefix): strip until none
+    # applies. Each pass removes at least one character, so this is linear in the line.
+    changed = True
+    while changed and line:
+        changed = False
+        for prefix in prefixes:
+            m = prefix.match(line)
+            if m and m.end() > 0:
+                line = line[m.end() :]
+                changed = True
+    return line
+
+
+def _is_noise(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if stripped in _EXCERPT_MARKS or _ELIDED.match(stripped) or _FENCE.match(line):
+        return True
+    return bool(_PROMPT.match(stripped))
+
+
+def _most_lines_match(lines: list[str], prefix: Prefix) -> bool:
+    content = [line for line in lines if line.strip()]
+    if not content:
+        return False
+    hits = sum(1 for line in content if prefix.match(line))
+    return hits * 2 > len(content)
+
+
+def lines_matching(lines: list[str], predicate: Callable[[str], bool]) -> int:
+    """How many lines satisfy ``predicate`` (for the content detector's scores)."""
+    return sum(1 for line in lines if predicate(line))
