@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from assessor.errors import InputError, ParseError
 from assessor.facts import NodeFacts
+from assessor.parsers._text import check_input
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,8 @@ def parse(kind_name: str, text: str, *, source: str | None = None) -> NodeFacts:
     spec = kind(kind_name)
     module = importlib.import_module(f"assessor.parsers.{spec.module}")
     func = getattr(module, spec.function)
-    if "\x00" in text:
-        raise ParseError("binary data, not tool output", line=text[: text.index("\x00")].count("\n") + 1, source=source)
     try:
+        check_input(text)  # NUL and control bytes, undecodable runs, 5,000-digit numbers
         facts: NodeFacts = func(text)
     except ParseError as exc:
         if source:

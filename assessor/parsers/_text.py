@@ -27,22 +27,22 @@ from collections.abc import Callable
 from assessor.errors import ParseError
 
 # --- prefixes a launcher adds to every line it forwards ------------------------------------
-_OMPI_TAG = re.compile(r"^\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:\s?")
-_RANK_TAG = re.compile(r"^\[\d{1,6}\]\s?")
-_SLURM_LABEL = re.compile(r"^\s{0,6}\d{1,6}: ")
+_OMPI_TAG = re.compile(r"\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:\s?")
+_RANK_TAG = re.compile(r"\[\d{1,6}\]\s?")
+_SLURM_LABEL = re.compile(r"\s{0,6}\d{1,6}: ")
 # "gpu-node-3:4187:4187 [0] NCCL INFO ...": host, pid, tid, then NCCL's own device tag.
-_NCCL_PREFIX = re.compile(r"^[A-Za-z0-9][\w.-]{0,253}:\d{1,10}:\d{1,10} (?=\[\d{1,4}\] NCCL )")
+_NCCL_PREFIX = re.compile(r"[A-Za-z0-9][\w.-]{0,253}:\d{1,10}:\d{1,10} (?=\[\d{1,4}\] NCCL )")
 # A bare rank tag in the middle of a line, where two ranks' output interleaved in one row.
 _INNER_RANK_TAG = re.compile(r"(?<=\s)\[\d{1,6}\](?=\s)")
 
 # --- log prefixes -----------------------------------------------------------------------------
-_KERNEL_TIME = re.compile(r"^\[\s{0,12}\d{1,10}\.\d{1,9}\]\s?")
+_KERNEL_TIME = re.compile(r"\[\s{0,12}\d{1,10}\.\d{1,9}\]\s?")
 _ISO_TIME = re.compile(
-    r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: [\w.-]{1,253} kernel:)?\s"
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: [\w.-]{1,253} kernel:)?\s"
 )
-_SYSLOG = re.compile(r"^[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,253} kernel: ?")
+_SYSLOG = re.compile(r"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,253} kernel: ?")
 # dmesg -x ("kern  :warn  : [ 12.3] ..."), optionally after a host ("gpu3: kern: warning: ...").
-_DMESG_FACILITY = re.compile(r"^(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z]{1,8}\s{0,4}:\s?")
+_DMESG_FACILITY = re.compile(r"(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z]{1,8}\s{0,4}:\s?")
 
 # --- lines that are not output at all --------------------------------------------------------
 # user@host:dir$ cmd, user@host:dir# cmd, [user@host dir]# cmd, an optional "(venv) " before,
@@ -55,7 +55,7 @@ _PROMPT = re.compile(
 _FENCE = re.compile(r"^\s{0,3}(?:`{3,}|~{3,})[\w+-]{0,32}\s*$")
 _EXCERPT_MARKS = frozenset({"...", "…", "[...]", "[…]", "<snip>", "[snip]", "<...>", "(...)", "snip", "---snip---"})
 _ELIDED = re.compile(r"^\[\.\.\.[^\]]{0,200}\]$")  # "[... lines elided ...]"
-_QUOTE = re.compile(r"^> ?")
+_QUOTE = re.compile(r"> ?")
 _ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
 
 # Longest number token any tool prints (a 64-bit counter has 20 digits); longer is hostile.
@@ -66,6 +66,7 @@ _BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 Prefix = re.Pattern[str]
 # Prefixes stripped only when most of the lines carry them (they can be output themselves).
 _MAJORITY_PREFIXES: tuple[Prefix, ...] = (_SLURM_LABEL, _QUOTE)
+# (Every prefix pattern is used with Pattern.match, which anchors it at the line start.)
 # Prefixes that no tool output starts with: stripped wherever they are.
 _LAUNCHER_PREFIXES: tuple[Prefix, ...] = (_OMPI_TAG, _NCCL_PREFIX, _RANK_TAG)
 _LOG_PREFIXES: tuple[Prefix, ...] = (_ISO_TIME, _SYSLOG, _DMESG_FACILITY, _KERNEL_TIME)
@@ -101,10 +102,14 @@ def clean_lines(text: str, *, log_prefixes: bool = True) -> list[str]:
     lines = [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
     majority = [p for p in _MAJORITY_PREFIXES if _most_lines_match(lines, p)]
     prefixes = (*majority, *_LAUNCHER_PREFIXES, *(_LOG_PREFIXES if log_prefixes else ()))
+    # One alternation tried per line first: most lines carry no prefix, and one regex call
+    # per line keeps a file of half a million short lines well under a second.
+    any_prefix = re.compile("|".join(f"(?:{p.pattern})" for p in prefixes))
     out: list[str] = []
     for line in lines:
-        line = _strip_prefixes(line, prefixes)
-        if _is_noise(line):
+        if any_prefix.match(line):
+            line = _strip_prefixes(line, prefixes)
+        if line and _is_noise(line):
             out.append("")
             continue
         if log_prefixes and "[" in line:
@@ -139,20 +144,25 @@ def last_content_line(lines: list[str]) -> int:
 def _strip_prefixes(line: str, prefixes: tuple[Prefix, ...]) -> str:
     # Launchers nest (srun label, then an mpirun tag, then NCCL's prefix): strip until none
     # applies. Each pass removes at least one character, so this is linear in the line.
+    # Patterns are matched at a moving position (no slicing per step), and carry no "^".
+    pos = 0
     changed = True
-    while changed and line:
+    while changed and pos < len(line):
         changed = False
         for prefix in prefixes:
-            m = prefix.match(line)
-            if m and m.end() > 0:
-                line = line[m.end() :]
+            m = prefix.match(line, pos)
+            if m and m.end() > pos:
+                pos = m.end()
                 changed = True
-    return line
+    return line[pos:]
+
+
+_NOISE_STARTS = frozenset(".…[<(s-`~$")
 
 
 def _is_noise(line: str) -> bool:
     stripped = line.strip()
-    if not stripped:
+    if not stripped or (stripped[0] not in _NOISE_STARTS and "@" not in stripped):
         return False
     if stripped in _EXCERPT_MARKS or _ELIDED.match(stripped) or _FENCE.match(line):
         return True

@@ -30,7 +30,7 @@ _NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 # "#  Rank  0 Group  0 Pid  54740 on     thanos device  0 [0x07] NVIDIA A100-SXM4-80GB";
 # old releases have no Group, new ones print the bus as [0000:07:00].
 _RANK = re.compile(
-    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\](.*)$"
 )
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
@@ -206,7 +206,7 @@ def _header_line(line: str, run: NcclRun) -> bool:
                 host=m.group(3),
                 device=int(m.group(4)),
                 bus=m.group(5),
-                name=m.group(6) or None,
+                name=m.group(6).strip() or None,
             )
         )
         return True
