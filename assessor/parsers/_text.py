@@ -46,11 +46,18 @@ _DMESG_FACILITY = re.compile(r"(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z
 
 # --- lines that are not output at all --------------------------------------------------------
 # user@host:dir$ cmd, user@host:dir# cmd, [user@host dir]# cmd, an optional "(venv) " before,
-# and a bare "$ cmd". "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
+# "user@host dir# cmd" (no colon), "bash-5.1# cmd", zsh's "➜ cmd", and a bare "$ cmd". "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
 _PROMPT = re.compile(
     r"^(?:\([\w.-]{1,64}\)\s?)?"
-    r"(?:[\w.-]{1,64}@[\w.-]{1,253}:[^\s#$]{0,512}[#$]|\[[\w.-]{1,64}@[\w.-]{1,253} [^\]]{0,512}\][#$]|\$)"
+    r"(?:[\w.-]{1,64}@[\w.-]{1,253}:[^\s#$]{0,512}[#$]|\[[\w.-]{1,64}@[\w.-]{1,253} [^\]]{0,512}\][#$]"
+    r"|[\w.-]{1,64}@[\w.-]{1,253} [^\s#$]{1,512}[#$]|bash-[\d.]{1,8}[#$]|\$|➜|❯)"
     r"(?:\s|$)"
+)
+# A command echoed without a prompt ("nvidia-smi nvlink -s" pasted above its output): the tool's
+# name followed by options and sub-command words only, never a sentence.
+_BARE_COMMAND = re.compile(
+    r"^(?:sudo\s+)?(?:nvidia-smi|ibstat|ibstatus|ibv_devinfo|dcgmi|lsmod|dmesg|systemctl|journalctl|uname)"
+    r"(?:\s+(?:-{1,2}[\w=,.:-]{1,64}|[a-z]{1,12}|\d{1,4}))*\s*$"
 )
 _FENCE = re.compile(r"^\s{0,3}(?:`{3,}|~{3,})[\w+-]{0,32}\s*$")
 _EXCERPT_MARKS = frozenset({"...", "…", "[...]", "[…]", "<snip>", "[snip]", "<...>", "(...)", "snip", "---snip---"})
@@ -157,7 +164,7 @@ def _strip_prefixes(line: str, prefixes: tuple[Prefix, ...]) -> str:
     return line[pos:]
 
 
-_NOISE_STARTS = frozenset(".…[<(s-`~$")
+_NOISE_STARTS = frozenset(".…[<(s-`~$➜❯bnidlju")
 
 
 def _is_noise(line: str) -> bool:
@@ -166,7 +173,9 @@ def _is_noise(line: str) -> bool:
         return False
     if stripped in _EXCERPT_MARKS or _ELIDED.match(stripped) or _FENCE.match(line):
         return True
-    return bool(_PROMPT.match(stripped))
+    if len(stripped) >= 3 and not stripped.strip(".…"):  # "....", "……"
+        return True
+    return bool(_PROMPT.match(stripped)) or (len(stripped) < 200 and bool(_BARE_COMMAND.match(stripped)))
 
 
 def _most_lines_match(lines: list[str], prefix: Prefix) -> bool:

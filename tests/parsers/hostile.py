@@ -95,7 +95,7 @@ _SAMPLES: dict[str, str] = {
     "ib-write-bw": "perftest/*.txt",
     "dmesg": "dmesg_xid/*.txt",
     "systemctl-show": "fabricmanager/03_*.txt",
-    "systemctl-status": "systemctl_status/*.txt",
+    "systemctl-status": "systemctl_status/01_*.txt",
     "nccl-tests": "nccl_tests/*.txt",
     "nccl-debug": "nccl_debug/*.txt",
     "dcgmi-diag": "dcgmi_diag/*.txt",
