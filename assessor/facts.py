@@ -274,6 +274,7 @@ class NcclRun:
     out_of_bounds: int | None = None
     avg_busbw: float | None = None
     debug: NcclDebug = field(default_factory=NcclDebug)
+    tests_output: bool = True  # False for an NCCL_DEBUG log with no nccl-tests table at all
 
     @property
     def nranks(self) -> int:
@@ -284,7 +285,8 @@ class NcclRun:
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)
-        values = [v for v in (last.oop_busbw, last.ip_busbw) if v is not None]
+        # NaN or infinity is no reading: unknown, never a number to compare.
+        values = [v for v in (last.oop_busbw, last.ip_busbw) if v is not None and math.isfinite(v)]
         return max(values) if values else None
 
 
@@ -316,7 +318,7 @@ class PerftestRun:
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)
-        if last.bw_average is None:
+        if last.bw_average is None or not math.isfinite(last.bw_average):
             return None
         if self.unit and self.unit.lower().startswith("mb"):
             return last.bw_average * MIB_PER_SEC_TO_GBITS

@@ -7,6 +7,7 @@ device it knows nothing about into a pass.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -50,6 +51,16 @@ def bus_key(bus_id: str | None) -> str | None:
     if not match:
         return None
     return f"{int(match['bus'], 16):02x}:{int(match['dev'], 16):02x}"
+
+
+def reading(value: float | None) -> float | None:
+    """``value`` when it is a real number; None (unknown) for None, NaN and infinity.
+
+    A NaN compares False with every limit, so a check that let one through would pass it.
+    """
+    if value is None or not math.isfinite(value):
+        return None
+    return value
 
 
 def need_gpus(facts: NodeFacts) -> list[Gpu]:

@@ -84,11 +84,17 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
     active = 0
     considered = 0
     observed: dict[str, str] = {}
+    not_counted: list[str] = []  # ports down but outside the check: named, so nobody misses them
     for port, explicit in chosen:
+        down = (port.state or "").lower() not in ("active", "")
         if not _layer_matches(port, layer):
+            if down:
+                not_counted.append(f"{port_name(port)} {port.state} ({port.physical_state or 'unknown'})")
             continue
         if (port.physical_state or "").lower() == "disabled" and not explicit:
-            continue  # administratively off: not a fault unless the profile names the port
+            # administratively off: not a fault unless the profile names the port
+            not_counted.append(f"{port_name(port)} {port.state or 'unknown'} (Disabled)")
+            continue
         considered += 1
         if port.state is None:
             unknown.append(port_name(port))
@@ -117,17 +123,21 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.ports_active",
             "fail",
-            f"no {what} found ({len(ports)} ports in all)",
+            f"no {what} found ({len(ports)} ports in all)"
+            + (f" (not counted: {join_limited(not_counted)})" if not_counted else ""),
             observed={"ports": len(ports)},
             expected=expected,
             hint="check that the HCA driver (mlx5_core, ib_core) is loaded and ibstat lists the CAs",
         )
     observed_out: dict[str, Any] = {"active": active, "considered": considered, **observed}
+    aside = f" (not counted: {join_limited(not_counted)})" if not_counted else ""
+    if not_counted:
+        observed_out["not_counted"] = len(not_counted)
     if fails:
         return result(
             "ib.ports_active",
             "fail",
-            join_limited(fails),
+            join_limited(fails) + aside,
             observed=observed_out,
             expected=expected,
             hint="; ".join(dict.fromkeys(hints)),
@@ -136,12 +146,12 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.ports_active",
             "warn",
-            f"state unknown for {', '.join(unknown)}",
+            f"state unknown for {', '.join(unknown)}{aside}",
             observed=observed_out,
             expected=expected,
             hint="recapture ibstat",
         )
-    return result("ib.ports_active", "pass", f"{active} ports Active", observed=observed_out, expected=expected)
+    return result("ib.ports_active", "pass", f"{active} ports Active{aside}", observed=observed_out, expected=expected)
 
 
 @check(

@@ -118,4 +118,4 @@ def parse(text: str) -> NodeFacts:
     lines = clean_lines(text)
     if not any(_is_nccl_line(line) for line in lines):
         raise ParseError("no NCCL INFO/WARN lines found (was NCCL_DEBUG=INFO set?)", line=1)
-    return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines)))
+    return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines), tests_output=False))

@@ -140,7 +140,12 @@ def _gpu(index: int, bus: str, v: Values) -> Gpu:
         temperature_slowdown_c=_int(v, "temperature/gpu slowdown temp"),
         temperature_shutdown_c=_int(v, "temperature/gpu shutdown temp"),
         power_draw_w=_first_float(
-            v, *(f"{s}/{k}" for s in _POWER_SECTIONS for k in ("power draw", "instantaneous power draw", "average power draw"))
+            v,
+            *(
+                f"{s}/{k}"
+                for s in _POWER_SECTIONS
+                for k in ("power draw", "instantaneous power draw", "average power draw")
+            ),
         ),
         power_limit_w=_first_float(
             v,

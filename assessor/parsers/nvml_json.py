@@ -17,11 +17,11 @@ def parse(text: str) -> NodeFacts:
     check_input(text, what="nvml.json")
     _check_depth(text)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ParseError(f"not JSON: {exc.msg}", line=exc.lineno) from None
-    except (RecursionError, ValueError) as exc:  # belt and braces: _check_depth should prevent these
-        raise ParseError(f"not an nvml.json document: {type(exc).__name__}", line=1) from None
+    except (RecursionError, ValueError) as exc:  # NaN/Infinity, or what _check_depth should prevent
+        raise ParseError(f"not an nvml.json document: {exc}", line=1) from None
     if not isinstance(data, dict):
         raise ParseError(f"nvml.json holds a JSON object, not {type(data).__name__}", line=1)
     facts = NodeFacts()
@@ -62,3 +62,8 @@ def _check_depth(text: str) -> None:
                 raise ParseError(f"JSON nested more than {MAX_DEPTH} levels deep: not an nvml.json document", line=line)
         elif char in "]}":
             depth -= 1
+
+
+def _no_constant(name: str) -> None:
+    """JSON has no NaN or Infinity; the collector never writes them, so a file that does is refused."""
+    raise ValueError(f"{name} is not a JSON number")
