@@ -8,8 +8,6 @@ record a driver problem instead of a parse problem.
 
 from __future__ import annotations
 
-import re
-
 from assessor.errors import ParseError
 from assessor.parsers._text import clean_lines
 

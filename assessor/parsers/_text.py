@@ -46,7 +46,8 @@ _DMESG_FACILITY = re.compile(r"(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z
 
 # --- lines that are not output at all --------------------------------------------------------
 # user@host:dir$ cmd, user@host:dir# cmd, [user@host dir]# cmd, an optional "(venv) " before,
-# "user@host dir# cmd" (no colon), "bash-5.1# cmd", zsh's "➜ cmd", and a bare "$ cmd". "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
+# "user@host dir# cmd" (no colon), "bash-5.1# cmd", zsh's "➜ cmd", and a bare "$ cmd".
+# "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
 _PROMPT = re.compile(
     r"^(?:\([\w.-]{1,64}\)\s?)?"
     r"(?:[\w.-]{1,64}@[\w.-]{1,253}:[^\s#$]{0,512}[#$]|\[[\w.-]{1,64}@[\w.-]{1,253} [^\]]{0,512}\][#$]"
@@ -67,7 +68,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
 
 # Longest number token any tool prints (a 64-bit counter has 20 digits); longer is hostile.
 MAX_DIGITS = 40
-_LONG_NUMBER = re.compile(r"\d{%d}" % (MAX_DIGITS + 1))
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_DIGITS + 1}}}")
 _BINARY = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 Prefix = re.Pattern[str]

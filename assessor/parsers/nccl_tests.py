@@ -183,8 +183,8 @@ def parse(text: str) -> NodeFacts:
         raise ParseError("no nccl-tests results found", line=1)
     if command_test is None:
         # The command line may have been echoed after a shell prompt, which cleaning removed.
-        found = (_TEST_BINARY.search(f" {c} ") for c in echoed_commands(text))
-        command_test = next((m.group(1) for m in found if m), None)
+        echoed = (_TEST_BINARY.search(f" {c} ") for c in echoed_commands(text))
+        command_test = next((m.group(1) for m in echoed if m), None)
     run.test = starting_test or command_test
     run.debug = parse_debug_lines(raw_lines)
     return NodeFacts(nccl=run)

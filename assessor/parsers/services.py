@@ -67,7 +67,8 @@ _UNIT_OF = {
 }
 # Words that make a unit's own journal line the reason it failed.
 _ERROR_WORDS = re.compile(
-    r"don.?t match|doesn.?t match|mismatch|driver interface version|\berror\b|\bfail|not supported|unable|cannot|could not|\[NV_\w+\]",
+    r"don.?t match|doesn.?t match|mismatch|driver interface version|\berror\b|\bfail"
+    r"|not supported|unable|cannot|could not|\[NV_\w+\]",
     re.IGNORECASE,
 )
 
