@@ -30,6 +30,7 @@ CORPUS_KINDS: tuple[tuple[str, str], ...] = (
     ("nccl_tests/*.txt", "nccl-tests"),
     ("nccl_debug/*.txt", "nccl-debug"),
     ("nccl_debug/01_*.txt", "nccl-tests"),
+    ("nccl_debug/03_*.txt", "nccl-tests"),
     ("nccl_warn/*.txt", "nccl-debug"),
     ("dcgmi_diag/*.txt", "dcgmi-diag"),
 )

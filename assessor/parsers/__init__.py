@@ -75,7 +75,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", None, "nvidia-smi mig -lgipp", ("mig_profiles",)),
         Kind("ibstat", "ibstat", "parse", "ibstat.txt", "ibstat", ("ib_ports",)),
-        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices",)),
+        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices", "ib_ports")),
         Kind(
             "ib-write-bw",
             "perftest",
@@ -116,6 +116,8 @@ def kind(name: str) -> Kind:
     try:
         return KINDS[name]
     except KeyError:
+        if name == AUTO:
+            raise InputError("'auto' is not a kind of its own: parse('auto', ...) recognises the kind") from None
         import difflib
 
         close = difflib.get_close_matches(name, KINDS, n=3, cutoff=0.4)
@@ -123,8 +125,25 @@ def kind(name: str) -> Kind:
         raise InputError(f"unknown kind {name!r}{hint} (kinds: {', '.join(KINDS)})") from None
 
 
+AUTO = "auto"  # the kind name that asks for recognition by content (assessor.parsers.detect)
+
+
+def parse_auto(text: str, *, source: str | None = None) -> tuple[str, NodeFacts]:
+    """The kind ``text`` is recognised as, and its facts; ParseError when unknown or ambiguous."""
+    from assessor.parsers.detect import require_kind
+
+    try:
+        check_input(text)
+        found = require_kind(text, source=source)
+    except ParseError as exc:
+        raise (exc.with_source(source) if source else exc) from None
+    return found, parse(found, text, source=source)
+
+
 def parse(kind_name: str, text: str, *, source: str | None = None) -> NodeFacts:
-    """Parse ``text`` as ``kind_name``; ParseErrors name ``source`` when given."""
+    """Parse ``text`` as ``kind_name`` (``auto``: recognised by content); ParseErrors name ``source``."""
+    if kind_name == AUTO:
+        return parse_auto(text, source=source)[1]
     spec = kind(kind_name)
     module = importlib.import_module(f"assessor.parsers.{spec.module}")
     func = getattr(module, spec.function)

@@ -90,7 +90,10 @@ def parse(text: str) -> NodeFacts:
             p.firmware = device.fw_ver
             p.node_guid = device.node_guid
             p.rate_gbps = _rate(widths.get(id(p)), speeds.get(id(p)))
-    return NodeFacts(ib_devices=devices)
+    # The ports, whatever their state (PORT_DOWN, PORT_INIT, PORT_ARMED included), are also the
+    # node's port list, so the port checks judge them when ibstat was not captured.
+    ports = [p for device in devices for p in device.ports]
+    return NodeFacts(ib_devices=devices, ib_ports=ports)
 
 
 def _set_device_field(device: IbDevice, key: str, value: str, number: int) -> None:

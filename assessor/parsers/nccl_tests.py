@@ -35,6 +35,7 @@ _RANK = re.compile(
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _INT = re.compile(r"^-?\d+$")
+_NUMERIC = re.compile(r"^(?:-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|N/A)$")
 
 _KEY_COLUMNS = ("size", "count", "type", "redop", "root")
 _TIME_COLUMNS = ("time", "cputime")
@@ -153,9 +154,10 @@ def parse(text: str) -> NodeFacts:
     seen_header = False
     starting_test: str | None = None
     command_test: str | None = None
+    consumed = -1  # the line a split row's second half was taken from
     for i, line in enumerate(lines):
         stripped = line.strip()
-        if not stripped or "NCCL INFO" in line or "NCCL WARN" in line:
+        if i == consumed or not stripped or "NCCL INFO" in line or "NCCL WARN" in line:
             continue
         if stripped.startswith("#"):
             seen_header |= _header_line(stripped, run)
@@ -174,6 +176,13 @@ def parse(text: str) -> NodeFacts:
         try:
             run.rows.append(_row(tokens, layout or _DEFAULT_LAYOUT))
         except (ValueError, KeyError) as exc:
+            # Two ranks writing at once can split a row over two lines (each with its rank tag).
+            following = _row_tail(lines, i)
+            if following is not None:
+                with contextlib.suppress(ValueError, KeyError):
+                    run.rows.append(_row(tokens + following[1], layout or _DEFAULT_LAYOUT))
+                    consumed = following[0]
+                    continue
             if i == last:
                 continue  # a capture cut off mid-row
             if layout is None:
@@ -188,6 +197,18 @@ def parse(text: str) -> NodeFacts:
     run.test = starting_test or command_test
     run.debug = parse_debug_lines(raw_lines)
     return NodeFacts(nccl=run)
+
+
+def _row_tail(lines: list[str], i: int) -> tuple[int, list[str]] | None:
+    """(index, tokens) of the next non-blank line when it is only numbers: the rest of a split row."""
+    for j in range(i + 1, min(i + 3, len(lines))):
+        tokens = lines[j].split()
+        if not tokens:
+            continue
+        if all(_NUMERIC.match(t) for t in tokens):
+            return j, tokens
+        return None
+    return None
 
 
 def _header_line(line: str, run: NcclRun) -> bool:

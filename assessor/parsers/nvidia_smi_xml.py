@@ -53,6 +53,14 @@ def parse(text: str) -> NodeFacts:
     # offset keeps the line numbers of XML errors true to the file.
     offset = text.count("\n", 0, start)
     body = text[start:]
+    doctype = body.find("<!DOCTYPE")
+    if doctype >= 0:
+        end = body.find(">", doctype)
+        if "[" in body[doctype : end if end >= 0 else len(body)]:
+            # An internal subset can declare attribute defaults that expat copies into every
+            # element (gigabytes from a megabyte); nvidia-smi only ever names its external DTD.
+            line = offset + body.count("\n", 0, doctype) + 1
+            raise ParseError("an XML DOCTYPE internal subset is not nvidia-smi output", line=line)
     if "<!ENTITY" in body:
         # nvidia-smi never declares entities; refusing them keeps expat's expansion out.
         line = offset + body.count("\n", 0, body.index("<!ENTITY")) + 1
