@@ -145,19 +145,19 @@ def _gpu_row(gpus: list[Gpu], cells: list[str], row: int) -> None:
         raise ValueError("a GPU row before any GPU")
     gpu = gpus[-1]
     if row == 2:
-        # "N/A   30C    P0            100W /  700W": fan, temp, perf, power draw / cap.
-        words = cells[0].replace("/", " / ").split()
-        for word in words:
+        # "N/A   30C    P0            100W /  700W": fan, temp, perf, power draw / cap. " / " splits
+        # draw from cap; a bare "/" would also split the "N/A" of a fan or a cap.
+        for word in cells[0].split():
             if (t := _TEMP.match(word)) and gpu.temperature_c is None:
                 gpu.temperature_c = int(t["temp"])
-        if "/" in words:
-            slash = words.index("/")
-            draw = _WATTS.match(words[slash - 1]) if slash > 0 else None
-            cap = _WATTS.match(words[slash + 1]) if slash + 1 < len(words) else None
+        left, slash, right = cells[0].rpartition(" / ")
+        if slash and left.split() and right.split():
+            draw = _WATTS.match(left.split()[-1])
+            cap = _WATTS.match(right.split()[0])
             gpu.power_draw_w = float(draw["w"]) if draw else None
             gpu.power_limit_w = float(cap["w"]) if cap else None
-        memory = cells[1].replace("/", " / ").split()
-        if "/" in memory and (total := _MIB.match(memory[-1])):
+        _used, slash, total_text = cells[1].rpartition(" / ")
+        if slash and total_text.split() and (total := _MIB.match(total_text.split()[0])):
             gpu.memory_total_mib = int(total["n"])
         util = cells[2].split()
         if len(util) >= 2:
@@ -174,9 +174,9 @@ def _mig_row(devices: list[MigDevice], cells: list[str], previous: MigDevice | N
         if previous is not None or not cells[0]:
             return previous  # the device's BAR1 row, or a header row
         raise ValueError("no GPU, GI, CI and MIG device ids")
-    memory = cells[1].replace("/", " / ").split() if len(cells) > 1 else []
-    used = _MIB.match(memory[0]) if memory else None
-    total = _MIB.match(memory[2]) if len(memory) > 2 else None
+    used_text, _slash, total_text = (cells[1] if len(cells) > 1 else "").partition(" / ")
+    used = _MIB.match(used_text.strip())
+    total = _MIB.match(total_text.strip())
     sm = cells[2].split() if len(cells) > 2 else []
     device = MigDevice(
         gpu=int(m["gpu"]),

@@ -27,7 +27,15 @@ def _ports(text: str) -> list[tuple[str, int, str | None, float | None]]:
 
 @pytest.mark.parametrize(
     "prefix",
-    ["[1,0]<stdout>:", "[0] ", "0: ", "  12: ", "[  123.456789] ", "2024-11-14T10:00:00+0000 ", "gpu3: kern: warning: "],
+    [
+        "[1,0]<stdout>:",
+        "[0] ",
+        "0: ",
+        "  12: ",
+        "[  123.456789] ",
+        "2024-11-14T10:00:00+0000 ",
+        "gpu3: kern: warning: ",
+    ],
     ids=["ompi-tag-output", "bare-rank", "srun-label", "srun-label-padded", "kernel", "iso", "dmesg-x-host"],
 )
 def test_launcher_and_log_prefixes_on_every_line_give_the_same_ibstat_facts(prefix):
