@@ -93,10 +93,10 @@ def test_process_box_alone_gives_processes_not_an_empty_gpu_list():
 def test_a_last_row_cut_in_half_is_dropped_but_one_inside_is_an_error():
     text = read_corpus("nvml/nvidia_smi_default_8xH100_SXM.txt")
     lines = text.splitlines()
-    cut = "\n".join(lines[:11] + [lines[11][:20]])  # GPU 1's first row, cut
+    cut = "\n".join([*lines[:11], lines[11][:20]])  # GPU 1's first row, cut
     facts = parsers.parse("nvidia-smi", cut)
     assert [g.index for g in facts.gpus or []] == [0]
-    broken = "\n".join(lines[:11] + ["|   1  garbled |   00000000:2A:00.0 Off |"] + lines[12:])
+    broken = "\n".join([*lines[:11], "|   1  garbled |   00000000:2A:00.0 Off |", *lines[12:]])
     with pytest.raises(ParseError) as info:
         parsers.parse("nvidia-smi", broken)
     assert info.value.line == 12

@@ -118,4 +118,4 @@ def test_invalid_utf8_is_a_parse_error_naming_its_line():
     with pytest.raises(ParseError) as info:
         decode(b"CA 'mlx5_0'\n\tPort 1:\n\t\tState: \xff\xfeActive\n")
     assert info.value.line == 3
-    assert decode("GPU 0: A100 (UUID: GPU-1)\n".encode()) == "GPU 0: A100 (UUID: GPU-1)\n"
+    assert decode(b"GPU 0: A100 (UUID: GPU-1)\n") == "GPU 0: A100 (UUID: GPU-1)\n"
