@@ -32,6 +32,9 @@ def test_random_text_parses_or_raises_parse_error(kind, text):
     _parse(kind, text)
 
 
+ODD = ["nan", "inf", "-1", "1e400", "9" * 60, "N/A", "0x", "", "99999999999999999999"]
+
+
 @st.composite
 def _mutated(draw: st.DrawFn, base: str) -> str:
     text = base
