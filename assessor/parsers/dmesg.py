@@ -44,7 +44,11 @@ _JOURNAL_PREFIX = re.compile(
 )
 _HOST_KERNEL = re.compile(r"^\S+\s+kernel:\s?")  # after a short-monotonic "[ 5.1] host kernel:"
 _LEVEL_PREFIX = re.compile(r"^(?:<\d+>|\d+,\d+,\d+,[^;]*;)")  # dmesg -r "<4>", /dev/kmsg "6,123,456,-;"
-_FACILITY_PREFIX = re.compile(r"^[a-z]+\s*:\s*(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?")
+# dmesg -x "kern  :warn  : ", also after a host as collectors print it ("gpu3: kern: warning: ").
+_FACILITY_PREFIX = re.compile(
+    r"^(?:[\w.-]{1,253}:\s{1,8})?[a-z]{1,10}\s{0,8}:\s{0,8}"
+    r"(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug)\s{0,8}:\s?"
+)
 
 _BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 # Older drivers print "Xid (0000:01:00)" without "PCI:"; MIG adds text after the address.
