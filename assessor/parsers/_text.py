@@ -141,6 +141,17 @@ def echoed_commands(text: str) -> list[str]:
     return commands
 
 
+def cut_line(text: str, lines: list[str]) -> int:
+    """0-based index of a last line cut in half, or -1.
+
+    A capture or paste cut short ends mid-line, without the newline every tool prints after its
+    last line; a text that ends with a newline has no cut line, so garbage there is an error.
+    """
+    if not text or text.endswith(("\n", "\r")):
+        return -1
+    return last_content_line(lines)
+
+
 def last_content_line(lines: list[str]) -> int:
     """0-based index of the last non-blank line (-1 when none): the one a cut capture may halve."""
     for i in range(len(lines) - 1, -1, -1):

@@ -16,6 +16,7 @@ import re
 from assessor.errors import ParseError
 from assessor.facts import Gpu, NodeFacts
 from assessor.parsers._nvsmi import check_text, is_shell_noise, raise_on_failure, says_no_devices
+from assessor.parsers._text import cut_line
 
 # "GPU 0: <name> (UUID: GPU-...)": the name may hold parentheses of its own, so the UUID is the
 # last "(UUID:" of the line; split by hand (a lazy name group before it is quadratic).
@@ -36,11 +37,14 @@ def parse(text: str) -> NodeFacts:
         return NodeFacts(gpus=[])
     raise_on_failure(text)
     gpus: list[Gpu] = []
+    cut = cut_line(text, lines)
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or is_shell_noise(line) or _MIG.match(line):
             continue
         match = _gpu_line(line)
+        if match is None and number - 1 == cut and gpus:
+            break  # the paste ends halfway through this line
         if match is None:
             raise ParseError(f"not an nvidia-smi -L line: {line[:80]!r}", line=number)
         index, name, uuid = match

@@ -53,6 +53,10 @@ def parse(text: str) -> NodeFacts:
     # offset keeps the line numbers of XML errors true to the file.
     offset = text.count("\n", 0, start)
     body = text[start:]
+    if "<!ENTITY" in body:
+        # nvidia-smi never declares entities; refusing them keeps expat's expansion out.
+        line = offset + body.count("\n", 0, body.index("<!ENTITY")) + 1
+        raise ParseError("XML entity declarations are not nvidia-smi output", line=line)
     doctype = body.find("<!DOCTYPE")
     if doctype >= 0:
         end = body.find(">", doctype)
@@ -61,10 +65,6 @@ def parse(text: str) -> NodeFacts:
             # element (gigabytes from a megabyte); nvidia-smi only ever names its external DTD.
             line = offset + body.count("\n", 0, doctype) + 1
             raise ParseError("an XML DOCTYPE internal subset is not nvidia-smi output", line=line)
-    if "<!ENTITY" in body:
-        # nvidia-smi never declares entities; refusing them keeps expat's expansion out.
-        line = offset + body.count("\n", 0, body.index("<!ENTITY")) + 1
-        raise ParseError("XML entity declarations are not nvidia-smi output", line=line)
     try:
         root = ET.fromstring(body)
     except ET.ParseError as exc:

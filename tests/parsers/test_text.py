@@ -119,3 +119,22 @@ def test_invalid_utf8_is_a_parse_error_naming_its_line():
         decode(b"CA 'mlx5_0'\n\tPort 1:\n\t\tState: \xff\xfeActive\n")
     assert info.value.line == 3
     assert decode(b"GPU 0: A100 (UUID: GPU-1)\n") == "GPU 0: A100 (UUID: GPU-1)\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "rel"),
+    [
+        ("ibstat", IBSTAT),
+        ("nvidia-smi-list", LIST),
+        ("nvidia-smi", "nvml/nvidia_smi_default_8xH100_SXM.txt"),
+        ("nvidia-smi-q", "nvml/nvidia_smi_q_H100_SXM_gpu0.txt"),
+        ("nccl-tests", NCCL),
+    ],
+)
+def test_a_last_line_cut_in_half_still_parses(kind, rel):
+    lines = read_corpus(rel).rstrip("\n").splitlines()
+    for cut in range(len(lines) - 1, max(len(lines) - 12, 1), -1):
+        text = "\n".join(lines[:cut] + [lines[cut][: len(lines[cut]) // 2]])
+        facts = parsers.parse(kind, text)
+        spec = parsers.kind(kind)
+        assert any(getattr(facts, f) for f in spec.fields), f"cut at line {cut + 1}"
