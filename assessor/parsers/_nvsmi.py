@@ -8,6 +8,8 @@ record a driver problem instead of a parse problem.
 
 from __future__ import annotations
 
+import re
+
 from assessor.errors import ParseError
 from assessor.parsers._text import clean_lines
 
@@ -60,7 +62,14 @@ def failure_message(text: str) -> str | None:
     return found[1] if found else None
 
 
+_FAILURE_LINE = re.compile(
+    r"^[ \t]*(?:" + "|".join(re.escape(start) for start in _FAILURE_STARTS) + ")", re.MULTILINE | re.IGNORECASE
+)
+
+
 def _find_failure(text: str) -> tuple[int, str] | None:
+    if _FAILURE_LINE.search(text) is None:
+        return None  # one search in C instead of a Python loop over every line
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.strip().lower().startswith(_FAILURE_STARTS):

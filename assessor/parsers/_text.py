@@ -22,14 +22,13 @@ tools) is only removed when most lines carry it, as a launcher adds it to every 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from assessor.errors import ParseError
 
 # --- prefixes a launcher adds to every line it forwards ------------------------------------
 _OMPI_TAG = re.compile(r"\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:\s?")
 _RANK_TAG = re.compile(r"\[\d{1,6}\]\s?")
-_SLURM_LABEL = re.compile(r"\s{0,6}\d{1,6}: ")
+_SLURM_LABEL = re.compile(r"[ \t]{0,6}\d{1,6}: ")
 # "gpu-node-3:4187:4187 [0] NCCL INFO ...": host, pid, tid, then NCCL's own device tag.
 _NCCL_PREFIX = re.compile(r"[A-Za-z0-9][\w.-]{0,253}:\d{1,10}:\d{1,10} (?=\[\d{1,4}\] NCCL )")
 # A bare rank tag in the middle of a line, where two ranks' output interleaved in one row.
@@ -64,6 +63,7 @@ _FENCE = re.compile(r"^\s{0,3}(?:`{3,}|~{3,})[\w+-]{0,32}\s*$")
 _EXCERPT_MARKS = frozenset({"...", "…", "[...]", "[…]", "<snip>", "[snip]", "<...>", "(...)", "snip", "---snip---"})
 _ELIDED = re.compile(r"^\[\.\.\.[^\]]{0,200}\]$")  # "[... lines elided ...]"
 _QUOTE = re.compile(r"> ?")
+_CONTENT_LINE = re.compile(r"^[ \t]*\S", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
 
 # Longest number token any tool prints (a 64-bit counter has 20 digits); longer is hostile.
@@ -107,20 +107,30 @@ def clean_lines(text: str, *, log_prefixes: bool = True) -> list[str]:
     Raises ParseError (with the line) for binary data and absurdly long numbers.
     """
     check_input(text)
-    lines = [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
-    majority = [p for p in _MAJORITY_PREFIXES if _most_lines_match(lines, p)]
+    lines = text.splitlines()
+    # Whole-text searches (in C) decide which per-line work is needed at all, so a file of a
+    # million lines with nothing to clean costs one pass.
+    if "\x1b" in text:
+        lines = [_ANSI.sub("", line) for line in lines]
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
+    content = len(_CONTENT_LINE.findall(text))
+    majority = [p for p in _MAJORITY_PREFIXES if _most_lines_match(text, p, content)]
     prefixes = (*majority, *_LAUNCHER_PREFIXES, *(_LOG_PREFIXES if log_prefixes else ()))
-    # One alternation tried per line first: most lines carry no prefix, and one regex call
-    # per line keeps a file of half a million short lines well under a second.
-    any_prefix = re.compile("|".join(f"(?:{p.pattern})" for p in prefixes))
+    alternation = "|".join(f"(?:{p.pattern})" for p in prefixes)
+    any_prefix = re.compile(alternation)
+    strip = re.search(f"^(?:{alternation})", text, re.MULTILINE) is not None
+    inner = log_prefixes and _INNER_RANK_TAG.search(text) is not None
+    if not strip and not inner and _NOISE_CANDIDATE.search(text) is None:
+        return lines  # nothing on any line to clean
     out: list[str] = []
     for line in lines:
-        if any_prefix.match(line):
+        if strip and any_prefix.match(line):
             line = _strip_prefixes(line, prefixes)
         if line and _is_noise(line):
             out.append("")
             continue
-        if log_prefixes and "[" in line:
+        if inner and "[" in line:
             line = _INNER_RANK_TAG.sub("", line)
         out.append(line)
     return out
@@ -177,6 +187,8 @@ def _strip_prefixes(line: str, prefixes: tuple[Prefix, ...]) -> str:
 
 
 _NOISE_STARTS = frozenset(".…[<(s-`~$➜❯bnidlju")
+# Whether any line at all could be noise (see _is_noise): one search over the whole text.
+_NOISE_CANDIDATE = re.compile(r"^[ \t]*[.…\[<(s\-`~$➜❯bnidlju]|@", re.MULTILINE)
 
 
 def _is_noise(line: str) -> bool:
@@ -190,14 +202,9 @@ def _is_noise(line: str) -> bool:
     return bool(_PROMPT.match(stripped)) or (len(stripped) < 200 and bool(_BARE_COMMAND.match(stripped)))
 
 
-def _most_lines_match(lines: list[str], prefix: Prefix) -> bool:
-    content = [line for line in lines if line.strip()]
+def _most_lines_match(text: str, prefix: Prefix, content: int) -> bool:
+    """True when more than half of the ``content`` non-blank lines start with ``prefix``."""
     if not content:
         return False
-    hits = sum(1 for line in content if prefix.match(line))
-    return hits * 2 > len(content)
-
-
-def lines_matching(lines: list[str], predicate: Callable[[str], bool]) -> int:
-    """How many lines satisfy ``predicate`` (for the content detector's scores)."""
-    return sum(1 for line in lines if predicate(line))
+    hits = len(re.findall(f"^(?:{prefix.pattern})", text, re.MULTILINE))
+    return hits * 2 > content
