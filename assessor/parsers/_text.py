@@ -26,8 +26,9 @@ import re
 from assessor.errors import ParseError
 
 # --- prefixes a launcher adds to every line it forwards ------------------------------------
-_OMPI_TAG = re.compile(r"\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:\s?")
-_RANK_TAG = re.compile(r"\[\d{1,6}\]\s?")
+# Runs of tags are stripped in one match (each tag starts with "[": no backtracking between them).
+_OMPI_TAG = re.compile(r"(?:\[\d{1,6},\d{1,6}\]<(?:stdout|stderr|stddiag)>:[ \t]?)+")
+_RANK_TAG = re.compile(r"(?:\[\d{1,6}\][ \t]?)+")
 _SLURM_LABEL = re.compile(r"[ \t]{0,6}\d{1,6}: ")
 # "gpu-node-3:4187:4187 [0] NCCL INFO ...": host, pid, tid, then NCCL's own device tag.
 _NCCL_PREFIX = re.compile(r"[A-Za-z0-9][\w.-]{0,253}:\d{1,10}:\d{1,10} (?=\[\d{1,4}\] NCCL )")

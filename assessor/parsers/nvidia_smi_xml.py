@@ -22,8 +22,9 @@ import xml.etree.ElementTree as ET
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, NodeFacts
-from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._nvsmi import is_not_available, raise_on_failure, says_no_devices
 from assessor.parsers._pci import normalize_bus_id
+from assessor.parsers._text import check_input
 
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
 
@@ -41,7 +42,7 @@ def parse(text: str) -> NodeFacts:
     message is nvidia-smi's own text when it printed a driver/NVML failure instead of XML.
     "No devices were found" is a valid answer: zero GPUs.
     """
-    check_text(text)
+    check_input(text, what="nvidia-smi XML")  # XML needs no paste cleanup, only the byte checks
     start = text.find("<")
     if start < 0 or "<nvidia_smi_log" not in text:
         if says_no_devices(text):
