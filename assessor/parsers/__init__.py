@@ -75,7 +75,7 @@ KINDS: dict[str, Kind] = {
         ),
         Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", None, "nvidia-smi mig -lgipp", ("mig_profiles",)),
         Kind("ibstat", "ibstat", "parse", "ibstat.txt", "ibstat", ("ib_ports",)),
-        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices", "ib_ports")),
+        Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo.txt", "ibv_devinfo", ("ib_devices",)),
         Kind(
             "ib-write-bw",
             "perftest",

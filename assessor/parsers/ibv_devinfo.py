@@ -90,10 +90,16 @@ def parse(text: str) -> NodeFacts:
             p.firmware = device.fw_ver
             p.node_guid = device.node_guid
             p.rate_gbps = _rate(widths.get(id(p)), speeds.get(id(p)))
-    # The ports, whatever their state (PORT_DOWN, PORT_INIT, PORT_ARMED included), are also the
-    # node's port list, so the port checks judge them when ibstat was not captured.
-    ports = [p for device in devices for p in device.ports]
-    return NodeFacts(ib_devices=devices, ib_ports=ports)
+    return NodeFacts(ib_devices=devices)
+
+
+def ports_of(devices: list[IbDevice]) -> list[IbPort]:
+    """Every port of ``devices``, whatever its state (PORT_DOWN, PORT_INIT, PORT_ARMED included).
+
+    The node's port list when ibstat was not captured; the snapshot builder decides whether to
+    use it (a broken ibstat must stay an error, not be replaced silently).
+    """
+    return [port for device in devices for port in device.ports]
 
 
 def _set_device_field(device: IbDevice, key: str, value: str, number: int) -> None:

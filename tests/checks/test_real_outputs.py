@@ -116,7 +116,9 @@ def test_ibv_devinfo_ports_down_init_armed_are_judged_not_read_as_no_ports():
         "hca_id:\tmlx5_1\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_INIT (2)\n\t\t\tlink_layer:\t\tInfiniBand\n"
         "hca_id:\tmlx5_2\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ARMED (3)\n\t\t\tlink_layer:\t\tInfiniBand\n"
     )
-    facts = parsers.parse("ibv-devinfo", text)
+    from assessor.parsers.ibv_devinfo import ports_of
+
+    facts = node(ib_ports=ports_of(parsers.parse("ibv-devinfo", text).ib_devices or []))
     r = run("ib.ports_active", facts)
     assert r.status == "fail"
     for name, state in (("mlx5_0", "Down"), ("mlx5_1", "Initializing"), ("mlx5_2", "Armed")):
