@@ -134,7 +134,7 @@ def test_invalid_utf8_is_a_parse_error_naming_its_line():
 def test_a_last_line_cut_in_half_still_parses(kind, rel):
     lines = read_corpus(rel).rstrip("\n").splitlines()
     for cut in range(len(lines) - 1, max(len(lines) - 12, 1), -1):
-        text = "\n".join([*lines[:cut], lines[cut][:len(lines[cut]) // 2]])
+        text = "\n".join([*lines[:cut], lines[cut][: len(lines[cut]) // 2]])
         facts = parsers.parse(kind, text)
         spec = parsers.kind(kind)
         assert any(getattr(facts, f) for f in spec.fields), f"cut at line {cut + 1}"
