@@ -132,8 +132,9 @@ def _ranges(indices: list[int]) -> str:
     title="Persistence mode",
     facts=("gpus", "services"),
     doc=(
-        "Verifies that each GPU stays initialised between jobs: persistence mode on, or the nvidia-persistenced "
-        "daemon active. Without it every CUDA start pays the driver load, and the GPU state (clocks, ECC "
+        "Verifies that each GPU stays initialised between jobs: persistence mode on as the GPU itself reports "
+        "it (`nvidia-smi -pm 0` turns it off under a running nvidia-persistenced), or, where the GPUs do not "
+        "report the mode, the nvidia-persistenced daemon active. Without it every CUDA start pays the driver load, and the GPU state (clocks, ECC "
         "settings applied at load) is torn down whenever the last client exits."
     ),
     remedy="Enable the daemon (`systemctl enable --now nvidia-persistenced`), or `nvidia-smi -pm 1` until reboot.",
@@ -731,8 +732,11 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
         )
     )
     if judged == 0 and not unknown:
-        # Only error counters to report, on GPUs without a link-count reference.
-        return result("gpu.nvlink", "warn", join_limited(warns), observed=observed or None, hint=NVLINK_ERR_HINT)
+        # Only error counters or partly inactive links to report, on GPUs without a link-count reference.
+        hint = NVLINK_ERR_HINT
+        if any("inactive" in w for w in warns):
+            hint = "set expected_links to judge the count; reset the GPU or reboot, then check nvidia-smi nvlink -s"
+        return result("gpu.nvlink", "warn", join_limited(warns), observed=observed or None, hint=hint)
     return verdict(
         "gpu.nvlink",
         fails=fails,
