@@ -134,10 +134,14 @@ def _ranges(indices: list[int]) -> str:
     doc=(
         "Verifies that each GPU stays initialised between jobs: persistence mode on as the GPU itself reports "
         "it (`nvidia-smi -pm 0` turns it off under a running nvidia-persistenced), or, where the GPUs do not "
-        "report the mode, the nvidia-persistenced daemon active. Without it every CUDA start pays the driver load, and the GPU state (clocks, ECC "
-        "settings applied at load) is torn down whenever the last client exits."
+        "report the mode, the nvidia-persistenced daemon active. Without it every CUDA start pays the driver "
+        "load, and the GPU state (clocks, ECC settings applied at load) is torn down whenever the last client "
+        "exits."
     ),
-    remedy="Enable the daemon (`systemctl enable --now nvidia-persistenced`), or `nvidia-smi -pm 1` until reboot.",
+    remedy=(
+        "Enable the daemon (`systemctl enable --now nvidia-persistenced`), or `nvidia-smi -pm 1` until reboot; "
+        "a GPU reporting Disabled under a running daemon was turned off by hand: `nvidia-smi -pm 1`."
+    ),
 )
 def gpu_persistence(facts: NodeFacts, params: dict[str, Any]) -> Result:
     daemon = _service_active(facts, PERSISTENCED)
