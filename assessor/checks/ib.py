@@ -6,7 +6,7 @@ from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import MissingFacts, Param, check, need, result
-from assessor.checks.common import join_limited
+from assessor.checks.common import join_limited, reading
 from assessor.facts import IbPort, NodeFacts, PerftestRun
 from assessor.results import Result
 
@@ -180,16 +180,25 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
     min_gbps = params.get("min_gbps", ref.AUTO)
     minimum = _auto_reference(facts, ref.IB_RATE_GBPS, "min_gbps") if min_gbps in (None, ref.AUTO) else float(min_gbps)
     active = [p for p in ports if _layer_matches(p, layer) and (p.state or "").lower() == "active"]
+    # Ports that are not Active have no rate to judge (ib.ports_active judges them), but a pass must
+    # not hide them: they are named beside the verdict.
+    down = [
+        f"{port_name(p)} {p.state or 'unknown'}"
+        for p in ports
+        if _layer_matches(p, layer) and (p.state or "").lower() != "active"
+    ]
+    aside = f" (not measured: {join_limited(down)})" if down else ""
     if not active:
         return result(
             "ib.rate",
             "skip",
-            f"no Active {layer + ' ' if layer else ''}ports to measure",
+            f"no Active {layer + ' ' if layer else ''}ports to measure{aside}",
             expected=f">= {minimum:g} Gb/s",
             hint="see ib.ports_active; for RoCE set link_layer: Ethernet",
         )
-    slow = [p for p in active if p.rate_gbps is not None and p.rate_gbps < minimum]
-    unknown = [port_name(p) for p in active if p.rate_gbps is None]
+    # A NaN rate compares False with every limit: it is unknown, never fast enough.
+    slow = [p for p in active if reading(p.rate_gbps) is not None and p.rate_gbps < minimum]  # type: ignore[operator]
+    unknown = [port_name(p) for p in active if reading(p.rate_gbps) is None]
     observed = {f"{p.ca}/{p.port}": p.rate_gbps for p in active}
     expected = f">= {minimum:g} Gb/s"
     if slow:
@@ -197,7 +206,7 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.rate",
             "fail",
-            f"{message} (expected >= {minimum:g})",
+            f"{message} (expected >= {minimum:g}){aside}",
             observed=observed,
             expected=expected,
             hint="replace the slow port's cable or transceiver; check the switch port (mlxlink -d <ca>)",
@@ -210,13 +219,17 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.rate",
             "warn",
-            f"rate unknown for {', '.join(unknown)}",
+            f"rate unknown for {', '.join(unknown)}{aside}",
             observed=observed,
             expected=expected,
             hint="recapture ibstat",
         )
     return result(
-        "ib.rate", "pass", f"{len(active)} Active ports at >= {minimum:g} Gb/s", observed=observed, expected=expected
+        "ib.rate",
+        "pass",
+        f"{len(active)} Active ports at >= {minimum:g} Gb/s{aside}",
+        observed=observed,
+        expected=expected,
     )
 
 

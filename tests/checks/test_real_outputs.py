@@ -179,3 +179,15 @@ def test_results_json_never_contains_a_bare_nan():
     data = to_jsonable(node(gpus=[replace(gpu(0, H100), power_draw_w=math.nan, power_limit_w=math.inf)]))
     text = json.dumps(data, allow_nan=False)  # raises on NaN/Infinity
     assert '"power_draw_w": null' in text
+
+
+def test_ib_rate_pass_names_the_ports_it_could_not_measure():
+    facts = parsers.parse("ibstat", read_corpus("ibstat/02_h100_cx7_roce400_one_down_polling.txt"))
+    r = run("ib.rate", facts, link_layer="Ethernet", min_gbps=100)
+    assert r.status == "pass"
+    assert "not measured: mlx5_11 port 1 Down" in r.message
+
+
+def test_ib_rate_nan_is_unknown_never_fast_enough():
+    ports = [*ndr_ports(1), ib_port("mlx5_1", rate=math.nan)]
+    assert run("ib.rate", node(ib_ports=ports), min_gbps=400).status == "warn"
