@@ -46,12 +46,13 @@ _DMESG_FACILITY = re.compile(r"(?:[\w.-]{1,253}:\s{1,4})?kern\s{0,4}:\s{0,4}[a-z
 
 # --- lines that are not output at all --------------------------------------------------------
 # user@host:dir$ cmd, user@host:dir# cmd, [user@host dir]# cmd, an optional "(venv) " before,
-# "user@host dir# cmd" (no colon), "bash-5.1# cmd", zsh's "➜ cmd", and a bare "$ cmd".
+# "user@host dir# cmd" (no colon), "[nix-shell:~/dir]$ cmd", "bash-5.1# cmd", zsh's "➜ cmd", and a bare "$ cmd".
 # "# cmd" alone is not a prompt: nccl-tests prints "#" header lines.
 _PROMPT = re.compile(
     r"^(?:\([\w.-]{1,64}\)\s?)?"
     r"(?:[\w.-]{1,64}@[\w.-]{1,253}:[^\s#$]{0,512}[#$]|\[[\w.-]{1,64}@[\w.-]{1,253} [^\]]{0,512}\][#$]"
-    r"|[\w.-]{1,64}@[\w.-]{1,253} [^\s#$]{1,512}[#$]|bash-[\d.]{1,8}[#$]|\$|➜|❯)"
+    r"|[\w.-]{1,64}@[\w.-]{1,253} [^\s#$]{1,512}[#$]|\[[\w.-]{1,64}:[^\]\s]{0,512}\][#$]"
+    r"|bash-[\d.]{1,8}[#$]|\$|➜|❯)"
     r"(?:\s|$)"
 )
 # A command echoed without a prompt ("nvidia-smi nvlink -s" pasted above its output): the tool's

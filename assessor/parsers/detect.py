@@ -29,7 +29,7 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t]*\n[ \t]+\S[^\n]{0,80} : ", _M),
     ),
     "nvidia-smi": (
-        re.compile(r"^\|\s*NVIDIA-SMI \S+\s+Driver Version:", _M),
+        re.compile(r"^\|\s*NVIDIA-SMI \S+\s+(?:Driver|KMD) Version:", _M),
         re.compile(r"^\|\s*GPU\s+Name\s+(?:Persistence-M|TCC/WDDM)", _M),
         re.compile(r"^\|\s*Processes:\s*\|", _M),
         re.compile(r"^\|\s*MIG devices:\s*\|", _M),

@@ -30,8 +30,10 @@ from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failu
 from assessor.parsers._pci import normalize_bus_id
 from assessor.parsers._text import last_content_line
 
+# R610 renamed the fields: "KMD Version:" for the driver, "CUDA UMD Version:" for CUDA.
 _VERSIONS = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s+(?P<driver>\S+)(?:\s+CUDA Version:\s+(?P<cuda>\S+))?"
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s+(?P<driver>\S+)"
+    r"(?:\s+CUDA(?: UMD)? Version:\s+(?P<cuda>\S+))?"
 )
 _ROW1_BUS = re.compile(r"^(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])(?:\s+(?P<disp>\S+))?$")
 _TEMP = re.compile(r"^(?P<temp>\d+)C$")

@@ -105,3 +105,30 @@ def test_a_last_row_cut_in_half_is_dropped_but_one_inside_is_an_error():
 def test_text_that_is_no_table_is_a_parse_error():
     with pytest.raises(ParseError):
         parsers.parse("nvidia-smi", "hello\nworld\n")
+
+
+def test_r610_kmd_and_cuda_umd_version_header_is_read():
+    facts = _facts("nvidia_smi/08_610.43.02_b200_kmd_umd_version_header.txt")
+    assert facts.driver is not None and (facts.driver.version, facts.driver.cuda_version) == ("610.43.02", "13.3")
+    assert [(g.index, g.name, g.power_draw_w, g.power_limit_w) for g in facts.gpus or []] == [
+        (0, "NVIDIA B200", 139.0, 1000.0),
+        (1, "NVIDIA B200", 142.0, 1000.0),
+    ]
+
+
+def test_ecc_off_in_the_uncorrected_ecc_cell_is_no_count():
+    (gpu,) = _facts("nvidia_smi/07_550.135_tesla_p4_ecc_off.txt").gpus or []
+    assert gpu.ecc_volatile_uncorrected is None
+    assert (gpu.name, gpu.temperature_c, gpu.memory_total_mib) == ("Tesla P4", 49, 8192)
+
+
+def test_r470_through_kubectl_after_a_nix_shell_prompt():
+    facts = _facts("nvidia_smi/06_470.256.02_a10g_nix_shell_kubectl_transcript.txt")
+    (gpu,) = facts.gpus or []
+    assert facts.driver is not None and facts.driver.version == "470.256.02"
+    assert (gpu.name, gpu.persistence_mode, gpu.ecc_volatile_uncorrected, gpu.power_limit_w) == (
+        "NVIDIA A10G",
+        True,
+        0,
+        300.0,
+    )
