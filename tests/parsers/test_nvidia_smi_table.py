@@ -123,7 +123,8 @@ def test_ecc_off_in_the_uncorrected_ecc_cell_is_no_count():
 
 
 def test_r470_through_kubectl_after_a_nix_shell_prompt():
-    facts = _facts("nvidia_smi/06_470.256.02_a10g_nix_shell_kubectl_transcript.txt")
+    text = "[nix-shell:~/src/bottlerocket]$  " + read_corpus("nvidia_smi/06_470.256.02_a10g_kubectl_transcript.txt")
+    facts = parsers.parse("nvidia-smi", text)
     (gpu,) = facts.gpus or []
     assert facts.driver is not None and facts.driver.version == "470.256.02"
     assert (gpu.name, gpu.persistence_mode, gpu.ecc_volatile_uncorrected, gpu.power_limit_w) == (
