@@ -62,6 +62,8 @@ _PCIE_LIMITED = re.compile(
     rf"^(?P<driver>\S+) (?P<bus>{_BUS}): (?P<msg>[\d.]+ Gb/s available PCIe bandwidth, limited by .*)$"
 )
 _NOT_PERMITTED = re.compile(r"^dmesg: read kernel buffer failed", re.I)
+# Every event line holds one of these words (the multi-line form starts on an NVRM line).
+_EVENT_WORDS = re.compile(r"NVRM|SXid|PCIe bandwidth|dmesg:")
 _CONTINUATION_LOOKAHEAD = 4  # the multi-line message spans three lines in all drivers seen
 
 
@@ -75,6 +77,8 @@ def parse(text: str) -> NodeFacts:
     for index, raw in enumerate(lines):
         if index in consumed:
             continue
+        if _EVENT_WORDS.search(raw) is None:
+            continue  # a kernel log holds everything: only lines naming an event are read further
         number = index + 1
         timestamp, body = split_prefix(raw)
         if _NOT_PERMITTED.match(body):
@@ -128,7 +132,7 @@ def _event(body: str, timestamp: str | None, number: int) -> KernelEvent | None:
             timestamp=timestamp,
             line=number,
         )
-    if m := _FALLEN_ONE_LINE.search(body):
+    if "fallen off the bus" in body and (m := _FALLEN_ONE_LINE.search(body)):
         return KernelEvent(
             kind="fallen_off_bus", message=body, code=79, bus_id=m["bus"], timestamp=timestamp, line=number
         )
