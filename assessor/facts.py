@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -64,6 +65,42 @@ class Gpu:
     fabric_status: str | None = None  # Success, or the error
     nvlinks: list[NvLink] | None = None
     compute_mode: str | None = None
+
+
+@dataclass
+class GpuNvLinks:
+    """One GPU's block of ``nvidia-smi nvlink -s``: each link's speed, or inactive."""
+
+    gpu: int
+    name: str | None = None
+    uuid: str | None = None
+    links: list[NvLink] = field(default_factory=list)
+
+
+@dataclass
+class MigDevice:
+    """One row of the default ``nvidia-smi`` table's "MIG devices" box."""
+
+    gpu: int
+    gi_id: int
+    ci_id: int
+    mig_device: int
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    sm: int | None = None
+
+
+@dataclass
+class GpuProcess:
+    """One row of the default ``nvidia-smi`` table's "Processes" box."""
+
+    gpu: int
+    pid: int
+    gi_id: int | None = None  # N/A outside MIG
+    ci_id: int | None = None
+    type: str | None = None  # C, G, C+G
+    name: str | None = None
+    memory_mib: int | None = None
 
 
 @dataclass
@@ -167,6 +204,7 @@ class Service:
     unit_file_state: str | None = None  # enabled, disabled
     result: str | None = None  # success, exit-code
     exec_main_status: int | None = None
+    reason: str | None = None  # the error its own journal lines give (systemctl status, journalctl -u)
 
 
 @dataclass
@@ -236,6 +274,7 @@ class NcclRun:
     out_of_bounds: int | None = None
     avg_busbw: float | None = None
     debug: NcclDebug = field(default_factory=NcclDebug)
+    tests_output: bool = True  # False for an NCCL_DEBUG log with no nccl-tests table at all
 
     @property
     def nranks(self) -> int:
@@ -246,7 +285,8 @@ class NcclRun:
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)
-        values = [v for v in (last.oop_busbw, last.ip_busbw) if v is not None]
+        # NaN or infinity is no reading: unknown, never a number to compare.
+        values = [v for v in (last.oop_busbw, last.ip_busbw) if v is not None and math.isfinite(v)]
         return max(values) if values else None
 
 
@@ -278,7 +318,7 @@ class PerftestRun:
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)
-        if last.bw_average is None:
+        if last.bw_average is None or not math.isfinite(last.bw_average):
             return None
         if self.unit and self.unit.lower().startswith("mb"):
             return last.bw_average * MIB_PER_SEC_TO_GBITS
@@ -317,6 +357,9 @@ class NodeFacts:
     gpus: list[Gpu] | None = None
     mig_instances: list[GpuInstance] | None = None
     mig_profiles: list[MigProfile] | None = None
+    mig_devices: list[MigDevice] | None = None
+    gpu_processes: list[GpuProcess] | None = None
+    nvlink_status: list[GpuNvLinks] | None = None
     topology: Topology | None = None
     ib_ports: list[IbPort] | None = None
     ib_devices: list[IbDevice] | None = None
@@ -335,7 +378,13 @@ class NodeFacts:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, lists, tuples and dicts to plain JSON values."""
+    """Dataclasses, lists, tuples and dicts to plain JSON values.
+
+    A float that is NaN or infinite becomes None (unknown): JSON has no such numbers, and a
+    bare ``NaN`` in a results file breaks every strict reader.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):

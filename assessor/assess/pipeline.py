@@ -97,7 +97,10 @@ def assess_one(
         )
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
-    return TargetResults(job.target.spec, host, run_profile(facts, profile), captured_at=when, timings=timings)
+    notes = [f"{name}: not used: {why}" for name, why in snap.unused.items()]
+    return TargetResults(
+        job.target.spec, host, run_profile(facts, profile), captured_at=when, timings=timings, notes=notes
+    )
 
 
 def no_nvidia(snap: Snapshot) -> str | None:

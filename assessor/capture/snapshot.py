@@ -7,6 +7,7 @@ is optional when reading: a directory of raw files pasted by a user is a valid s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,13 @@ class Snapshot:
     host: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    # Files of a pasted snapshot that were not used, with why (content not recognised, ambiguous, a second
+    # output of the same kind): reported by name, never guessed.
+    unused: dict[str, str] = field(default_factory=dict)
 
+
+# Given a file's text: the snapshot file name its content belongs under, or ValueError saying why none.
+Recogniser = Callable[[str], str]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one tool output; `--max-file-size` changes it
 
@@ -92,13 +99,21 @@ def read_safely(file: Path, directory: Path, max_bytes: int) -> bytes:
     return data
 
 
-def validate_dir(directory: Path | str) -> Path:
-    """The path, or InputError when it is not a snapshot directory with something usable in it."""
+def validate_dir(directory: Path | str, *, any_names: bool = False) -> Path:
+    """The path, or InputError when it is not a snapshot with something usable in it.
+
+    With ``any_names`` (content is recognised), a directory holding any regular file, or a single
+    file, is a snapshot.
+    """
     path = Path(directory)
     if not path.exists():
         raise InputError(f"{path}: snapshot directory does not exist")
+    if any_names and path.is_file():
+        return path
     if not path.is_dir():
         raise InputError(f"{path}: not a directory (a snapshot is a directory of tool outputs)")
+    if any_names and any(p.is_file() for p in path.iterdir()):
+        return path
     names = {*known_files(), META}
     if not any((path / name).exists() for name in names):
         expected = ", ".join(sorted(known_files()))
@@ -106,18 +121,24 @@ def validate_dir(directory: Path | str) -> Path:
     return path
 
 
-def read(directory: Path | str, *, max_bytes: int | None = None) -> Snapshot:
+def read(directory: Path | str, *, max_bytes: int | None = None, recognise: Recogniser | None = None) -> Snapshot:
     """Read a snapshot directory; InputError when it does not exist or holds nothing usable.
 
     Only regular files inside the directory are read, each up to ``max_bytes`` (default
     :data:`MAX_FILE_BYTES`): a FIFO, a device, a symbolic link leading out of the directory or an
     oversized file is an ``unreadable`` source naming it, so the checks that need it say ``error``.
+    With ``recognise``, files under other names (and ``directory`` itself when it is one file) are
+    taken by their content; what cannot be placed is listed in ``Snapshot.unused`` with why.
     """
-    path = validate_dir(directory)
+    given = Path(directory)
+    path = validate_dir(directory, any_names=recognise is not None)
+    single = path.is_file()
+    if single:
+        path = path.parent
     cap = MAX_FILE_BYTES if max_bytes is None else max_bytes
     meta: dict[str, Any] = {}
     meta_path = path / META
-    if meta_path.exists() or meta_path.is_symlink():
+    if not single and (meta_path.exists() or meta_path.is_symlink()):
         try:
             meta = json.loads(read_safely(meta_path, path, cap).decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -128,8 +149,8 @@ def read(directory: Path | str, *, max_bytes: int | None = None) -> Snapshot:
         if not isinstance(meta, dict):
             raise InputError(f"{meta_path}: meta.json must be a JSON object")
     files_meta: dict[str, Any] = meta.get("files") or {}
-    snap = Snapshot(host=meta.get("host"), meta=meta, path=path)
-    for name in known_files():
+    snap = Snapshot(host=meta.get("host"), meta=meta, path=given if single else path)
+    for name in () if single else known_files():
         info = files_meta.get(name) or {}
         file = path / name
         if not file.exists() and not file.is_symlink():
@@ -145,12 +166,38 @@ def read(directory: Path | str, *, max_bytes: int | None = None) -> Snapshot:
             snap.sources[name] = Source(name, None, "unreadable", message=f"{file}: {exc}")
             continue
         snap.sources[name] = _source_from_meta(name, text, info)
+    if recognise is not None:
+        others = [given] if single else [p for p in sorted(path.iterdir()) if p.name not in {*known_files(), META}]
+        _recognise_files(snap, others, path, cap, recognise)
     if not snap.sources:
+        if snap.unused:
+            why = "; ".join(f"{name}: {reason}" for name, reason in snap.unused.items())
+            raise InputError(f"{given}: holds nothing usable ({why})")
         expected = ", ".join(sorted(known_files()))
         raise InputError(f"{path}: holds nothing usable (no known tool output; expected files such as {expected})")
     if snap.host is None:
         snap.host = _host_from_uname(snap.sources.get("uname.txt"))
     return snap
+
+
+def _recognise_files(snap: Snapshot, files: list[Path], directory: Path, cap: int, recognise: Recogniser) -> None:
+    """Place files pasted under any name by what their content is."""
+    for file in files:
+        if file.is_dir() and not file.is_symlink():
+            continue
+        try:
+            text = read_safely(file, directory, cap).decode("utf-8", errors="replace")
+            name = recognise(text)
+        except OSError as exc:
+            snap.unused[file.name] = f"cannot read: {exc.strerror or exc}"
+            continue
+        except ValueError as exc:
+            snap.unused[file.name] = str(exc)
+            continue
+        if name in snap.sources:
+            snap.unused[file.name] = f"a second {name} (the first one is used)"
+            continue
+        snap.sources[name] = Source(name, text, command=f"recognised from {file.name}")
 
 
 def _source_from_meta(name: str, text: str | None, info: dict[str, Any]) -> Source:

@@ -7,6 +7,7 @@ device it knows nothing about into a pass.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,6 +30,16 @@ def label_for_index(index: int, gpus: Sequence[Gpu] | None) -> str:
         if gpu.index == index:
             return gpu_label(gpu)
     return f"GPU {index}"
+
+
+def reading(value: float | None) -> float | None:
+    """``value`` when it is a real number; None (unknown) for None, NaN and infinity.
+
+    A NaN compares False with every limit, so a check that let one through would pass it.
+    """
+    if value is None or not math.isfinite(value):
+        return None
+    return value
 
 
 def need_gpus(facts: NodeFacts) -> list[Gpu]:

@@ -36,7 +36,8 @@ def service_problem(service: Service | None, name: str) -> str | None:
         return None
     state = service.active_state or "in an unknown state"
     detail = ", ".join(x for x in (service.sub_state, service.result) if x and x != state)
-    return f"{name} is {state}" + (f" ({detail})" if detail else "")
+    reason = f": {service.reason}" if service.reason else ""
+    return f"{name} is {state}" + (f" ({detail})" if detail else "") + reason
 
 
 @check(
@@ -118,6 +119,13 @@ def fabric_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
     return result("fabric.state", "pass", ", ".join(parts), observed=observed or None, expected=expected)
 
 
+def _failed_for_real(service: Service) -> bool:
+    """A unit that failed with a reason of its own, other than the fabric manager's NV_WARN_NOTHING_TO_DO."""
+    if service.active_state == "active" or not service.reason:
+        return False
+    return "NV_WARN_NOTHING_TO_DO" not in service.reason
+
+
 @check(
     "services.active",
     title="NVIDIA services active",
@@ -147,6 +155,11 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         if facts.gpus is None:
             note = " (GPUs unknown: fabric manager not required)"
         elif ref.is_nvswitch_system(facts.gpus):
+            names.append(FABRIC_MANAGER)
+        fm = find_service(services, FABRIC_MANAGER)
+        if FABRIC_MANAGER not in names and fm is not None and _failed_for_real(fm):
+            # Whatever the board, a fabric manager that was installed and died on an error of its
+            # own (a driver version mismatch) is broken; only "nothing to do" is harmless.
             names.append(FABRIC_MANAGER)
         dcgm = find_service(services, DCGM)
         if dcgm is not None and dcgm.load_state not in (None, "not-found"):

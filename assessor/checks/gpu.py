@@ -8,9 +8,9 @@ from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import Param, check, need, result
-from assessor.checks.common import gpu_label, join_limited, labels, need_gpus, verdict
+from assessor.checks.common import gpu_label, join_limited, labels, need_gpus, reading, verdict
 from assessor.checks.result import Result, Status
-from assessor.facts import Gpu, KernelEvent, NodeFacts, Topology
+from assessor.facts import Gpu, KernelEvent, NodeFacts, NvLink, Topology
 from assessor.pci import bus_key
 
 PERSISTENCED = "nvidia-persistenced"
@@ -133,22 +133,37 @@ def _ranges(indices: list[int]) -> str:
     title="Persistence mode",
     facts=("gpus", "services"),
     doc=(
-        "Verifies that each GPU stays initialised between jobs: persistence mode on, or the nvidia-persistenced "
-        "daemon active. Without it every CUDA start pays the driver load, and the GPU state (clocks, ECC "
-        "settings applied at load) is torn down whenever the last client exits."
+        "Verifies that each GPU stays initialised between jobs: persistence mode on as the GPU itself reports "
+        "it (`nvidia-smi -pm 0` turns it off under a running nvidia-persistenced), or, where the GPUs do not "
+        "report the mode, the nvidia-persistenced daemon active. Without it every CUDA start pays the driver "
+        "load, and the GPU state (clocks, ECC settings applied at load) is torn down whenever the last client "
+        "exits."
     ),
-    remedy="Enable the daemon (`systemctl enable --now nvidia-persistenced`), or `nvidia-smi -pm 1` until reboot.",
+    remedy=(
+        "Enable the daemon (`systemctl enable --now nvidia-persistenced`), or `nvidia-smi -pm 1` until reboot; "
+        "a GPU reporting Disabled under a running daemon was turned off by hand: `nvidia-smi -pm 1`."
+    ),
 )
 def gpu_persistence(facts: NodeFacts, params: dict[str, Any]) -> Result:
-    if _service_active(facts, PERSISTENCED):
+    daemon = _service_active(facts, PERSISTENCED)
+    gpus = facts.gpus or []
+    reported = [g for g in gpus if g.persistence_mode is not None]
+    if daemon and not reported:
+        # The GPUs say nothing (or were not captured): the running daemon is the evidence left.
         return result("gpu.persistence", "pass", "nvidia-persistenced is active", observed="nvidia-persistenced active")
     gpus = need_gpus(facts)
     off = [gpu_label(g) for g in gpus if g.persistence_mode is False]
     unknown = [gpu_label(g) for g in gpus if g.persistence_mode is None]
     checked = len(gpus) - len(unknown)
+    # The GPU's own report wins over the daemon: `nvidia-smi -pm 0` turns the mode off under a
+    # running nvidia-persistenced, and the GPUs then lose their state like any other.
+    daemon_note = " although nvidia-persistenced is active" if daemon else ""
+    if daemon and unknown and not off:
+        unknown = []  # the daemon keeps the silent GPUs initialised too
+        checked = len(gpus)
     return verdict(
         "gpu.persistence",
-        fails=[f"persistence mode off on {labels(off)}"] if off else [],
+        fails=[f"persistence mode off on {labels(off)}{daemon_note}"] if off else [],
         warns=[],
         unknown=unknown,
         checked=checked,
@@ -458,7 +473,8 @@ def gpu_temperature(facts: NodeFacts, params: dict[str, Any]) -> Result:
     limits: dict[str, int] = {}
     observed: dict[str, int] = {}
     for g in gpus:
-        if g.temperature_c is None:
+        temperature = reading(g.temperature_c)
+        if temperature is None:
             unknown.append(gpu_label(g))
             continue
         if max_c is not None:
@@ -468,9 +484,9 @@ def gpu_temperature(facts: NodeFacts, params: dict[str, Any]) -> Result:
         else:
             limit = ref.TEMPERATURE_FALLBACK_MAX_C
         limits[str(g.index)] = limit
-        observed[str(g.index)] = g.temperature_c
-        if g.temperature_c > limit:
-            fails.append(f"{gpu_label(g)} at {g.temperature_c} °C (limit {limit} °C)")
+        observed[str(g.index)] = int(temperature)
+        if temperature > limit:
+            fails.append(f"{gpu_label(g)} at {temperature:g} °C (limit {limit} °C)")
     checked = len(gpus) - len(unknown)
     distinct = set(limits.values())
     expected: Any = f"<= {distinct.pop()} °C" if len(distinct) == 1 else {k: f"<= {v}" for k, v in limits.items()}
@@ -619,10 +635,31 @@ def _topo_links(topology: Topology | None, index: int, switched: bool) -> int | 
     return max(counts) if switched else sum(counts)
 
 
+def _nvlink_lists(facts: NodeFacts) -> tuple[list[Gpu], dict[int, list[NvLink]]]:
+    """The GPUs and each one's NVLinks (by index): NVML's, else ``nvidia-smi nvlink -s``'s.
+
+    With only ``nvidia-smi nvlink -s`` captured, its GPU headers are the GPU list.
+    """
+    status = facts.nvlink_status or []
+    if facts.gpus is None and status:
+        gpus = [Gpu(index=s.gpu, name=s.name, uuid=s.uuid) for s in status]
+    else:
+        gpus = need_gpus(facts)
+    by_uuid = {s.uuid: s for s in status if s.uuid and s.uuid != "..."}
+    by_index = {s.gpu: s for s in status}
+    links: dict[int, list[NvLink]] = {}
+    for g in gpus:
+        if g.nvlinks is not None:
+            links[g.index] = g.nvlinks
+        elif (found := by_uuid.get(g.uuid or "") or by_index.get(g.index)) is not None:
+            links[g.index] = found.links
+    return gpus, links
+
+
 @check(
     "gpu.nvlink",
     title="NVLink links active",
-    facts=("gpus", "topology"),
+    facts=("gpus", "topology", "nvlink_status"),
     params=(
         Param(
             "expected_links",
@@ -642,7 +679,7 @@ def _topo_links(topology: Topology | None, index: int, switched: bool) -> int | 
     ),
 )
 def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
-    gpus = need_gpus(facts)
+    gpus, link_lists = _nvlink_lists(facts)
     wanted = params.get("expected_links", ref.AUTO)
     topology = facts.topology
     switched = len([d for d in (topology.devices if topology else ()) if d.startswith("GPU")]) >= 8 or any(
@@ -656,16 +693,21 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected = ref.NVLINK_LINKS.get(ref.model_family(g.name) or "") if ref.is_sxm(g.name) else None
         else:
             expected = int(wanted)
-        for link in g.nvlinks or ():
+        nvlinks = link_lists.get(g.index)
+        for link in nvlinks or ():
             bad = {k: v for k, v in link.errors.items() if v}
             if bad:
                 counters = ", ".join(f"{k}={v}" for k, v in sorted(bad.items()))
                 warns.append(f"{gpu_label(g)} link {link.link}: {counters}")
-        if g.nvlinks is not None:
-            active: int | None = sum(1 for link in g.nvlinks if link.active)
+        if nvlinks is not None:
+            active: int | None = sum(1 for link in nvlinks if link.active)
         else:
             active = _topo_links(topology, g.index, switched)
         if expected is None:
+            inactive = [str(link.link) for link in nvlinks or () if not link.active]
+            if active and inactive:
+                # No reference count, but some links up and others down is a board with a link lost.
+                warns.append(f"{gpu_label(g)}: {active} NVLinks active, links {', '.join(inactive)} inactive")
             no_reference.append(g.name or gpu_label(g))
             continue
         if active is None:
@@ -674,7 +716,7 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
         judged += 1
         observed[str(g.index)] = active
         if active < expected:
-            down = [str(link.link) for link in g.nvlinks or () if not link.active]
+            down = [str(link.link) for link in nvlinks or () if not link.active]
             which = f" (down: {', '.join(down)})" if down else ""
             fails.append(f"{gpu_label(g)}: {active}/{expected} NVLinks active{which}")
     if judged == 0 and not unknown and not warns:
@@ -694,8 +736,11 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
         )
     )
     if judged == 0 and not unknown:
-        # Only error counters to report, on GPUs without a link-count reference.
-        return result("gpu.nvlink", "warn", join_limited(warns), observed=observed or None, hint=NVLINK_ERR_HINT)
+        # Only error counters or partly inactive links to report, on GPUs without a link-count reference.
+        hint = NVLINK_ERR_HINT
+        if any("inactive" in w for w in warns):
+            hint = "set expected_links to judge the count; reset the GPU or reboot, then check nvidia-smi nvlink -s"
+        return result("gpu.nvlink", "warn", join_limited(warns), observed=observed or None, hint=hint)
     return verdict(
         "gpu.nvlink",
         fails=fails,
@@ -709,5 +754,5 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
         fail_hint="nvidia-smi nvlink -s; on NVSwitch systems check fabric.state; reset the GPU or reboot, "
         "then open a vendor case for links that stay down",
         warn_hint=NVLINK_ERR_HINT,
-        unknown_hint="capture nvml.json or nvidia-smi topo -m so the link state is known",
+        unknown_hint="capture nvml.json, nvidia-smi nvlink -s or nvidia-smi topo -m so the link state is known",
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import MissingFacts, Param, check, need, result
-from assessor.checks.common import join_limited
+from assessor.checks.common import join_limited, reading
 from assessor.checks.result import Result
 from assessor.facts import IbPort, NodeFacts, PerftestRun
 
@@ -85,11 +85,17 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
     considered = 0
     observed: dict[str, str] = {}
     evidence: list[str] = []  # the ibstat lines that show each fault, for reports
+    not_counted: list[str] = []  # ports down but outside the check: named, so nobody misses them
     for port, explicit in chosen:
+        down = (port.state or "").lower() not in ("active", "")
         if not _layer_matches(port, layer):
+            if down:
+                not_counted.append(f"{port_name(port)} {port.state} ({port.physical_state or 'unknown'})")
             continue
         if (port.physical_state or "").lower() == "disabled" and not explicit:
-            continue  # administratively off: not a fault unless the profile names the port
+            # administratively off: not a fault unless the profile names the port
+            not_counted.append(f"{port_name(port)} {port.state or 'unknown'} (Disabled)")
+            continue
         considered += 1
         if port.state is None:
             unknown.append(port_name(port))
@@ -119,17 +125,21 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.ports_active",
             "fail",
-            f"no {what} found ({len(ports)} ports in all)",
+            f"no {what} found ({len(ports)} ports in all)"
+            + (f" (not counted: {join_limited(not_counted)})" if not_counted else ""),
             observed={"ports": len(ports)},
             expected=expected,
             hint="check that the HCA driver (mlx5_core, ib_core) is loaded and ibstat lists the CAs",
         )
     observed_out: dict[str, Any] = {"active": active, "considered": considered, **observed}
+    aside = f" (not counted: {join_limited(not_counted)})" if not_counted else ""
+    if not_counted:
+        observed_out["not_counted"] = len(not_counted)
     if fails:
         failed = result(
             "ib.ports_active",
             "fail",
-            join_limited(fails),
+            join_limited(fails) + aside,
             observed=observed_out,
             expected=expected,
             hint="; ".join(dict.fromkeys(hints)),
@@ -140,12 +150,12 @@ def ib_ports_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.ports_active",
             "warn",
-            f"state unknown for {', '.join(unknown)}",
+            f"state unknown for {', '.join(unknown)}{aside}",
             observed=observed_out,
             expected=expected,
             hint="recapture ibstat",
         )
-    return result("ib.ports_active", "pass", f"{active} ports Active", observed=observed_out, expected=expected)
+    return result("ib.ports_active", "pass", f"{active} ports Active{aside}", observed=observed_out, expected=expected)
 
 
 @check(
@@ -174,16 +184,25 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
     min_gbps = params.get("min_gbps", ref.AUTO)
     minimum = _auto_reference(facts, ref.IB_RATE_GBPS, "min_gbps") if min_gbps in (None, ref.AUTO) else float(min_gbps)
     active = [p for p in ports if _layer_matches(p, layer) and (p.state or "").lower() == "active"]
+    # Ports that are not Active have no rate to judge (ib.ports_active judges them), but a pass must
+    # not hide them: they are named beside the verdict.
+    down = [
+        f"{port_name(p)} {p.state or 'unknown'}"
+        for p in ports
+        if _layer_matches(p, layer) and (p.state or "").lower() != "active"
+    ]
+    aside = f" (not measured: {join_limited(down)})" if down else ""
     if not active:
         return result(
             "ib.rate",
             "skip",
-            f"no Active {layer + ' ' if layer else ''}ports to measure",
+            f"no Active {layer + ' ' if layer else ''}ports to measure{aside}",
             expected=f">= {minimum:g} Gb/s",
             hint="see ib.ports_active; for RoCE set link_layer: Ethernet",
         )
-    slow = [p for p in active if p.rate_gbps is not None and p.rate_gbps < minimum]
-    unknown = [port_name(p) for p in active if p.rate_gbps is None]
+    # A NaN rate compares False with every limit: it is unknown, never fast enough.
+    slow = [p for p in active if reading(p.rate_gbps) is not None and p.rate_gbps < minimum]  # type: ignore[operator]
+    unknown = [port_name(p) for p in active if reading(p.rate_gbps) is None]
     observed = {f"{p.ca}/{p.port}": p.rate_gbps for p in active}
     expected = f">= {minimum:g} Gb/s"
     if slow:
@@ -191,7 +210,7 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.rate",
             "fail",
-            f"{message} (expected >= {minimum:g})",
+            f"{message} (expected >= {minimum:g}){aside}",
             observed=observed,
             expected=expected,
             hint="replace the slow port's cable or transceiver; check the switch port (mlxlink -d <ca>)",
@@ -204,13 +223,17 @@ def ib_rate(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "ib.rate",
             "warn",
-            f"rate unknown for {', '.join(unknown)}",
+            f"rate unknown for {', '.join(unknown)}{aside}",
             observed=observed,
             expected=expected,
             hint="recapture ibstat",
         )
     return result(
-        "ib.rate", "pass", f"{len(active)} Active ports at >= {minimum:g} Gb/s", observed=observed, expected=expected
+        "ib.rate",
+        "pass",
+        f"{len(active)} Active ports at >= {minimum:g} Gb/s{aside}",
+        observed=observed,
+        expected=expected,
     )
 
 

@@ -50,6 +50,7 @@ class TargetResults:
     error: str | None = None  # the whole target could not be assessed
     captured_at: str | None = None  # ISO 8601 UTC time of the capture
     timings: dict[str, float] = field(default_factory=dict)  # snapshot file -> seconds its command took
+    notes: list[str] = field(default_factory=list)  # what could not be used, by name
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -59,6 +60,8 @@ class TargetResults:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.captured_at is not None:
             out["captured_at"] = self.captured_at
         if self.timings:

@@ -171,13 +171,12 @@ def capture(
 
 @click.command()
 @click.argument("kind", metavar="KIND")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False, default="-")
 def parse(kind: str, file: str) -> None:
     """Show the facts gpulab reads from one tool output (FILE, or - for stdin).
 
-    KIND is one of: nvml, nvidia-smi-xml, nvidia-smi-list, nvidia-smi-topo, nvidia-smi-mig-lgi,
-    nvidia-smi-mig-lgip, nvidia-smi-mig-lgipp, ibstat, ibv-devinfo, ib-write-bw, lsmod, dmesg,
-    systemctl-show, nccl-tests, nccl-debug, dcgmi-diag, driver-version, os-release, uname.
+    KIND is a kind from `gpulab parse kinds`, or `auto` to recognise the output by its content
+    (gpulab says which kind it found, or why it cannot tell).
     """
     import json
     from pathlib import Path
@@ -186,10 +185,22 @@ def parse(kind: str, file: str) -> None:
     from assessor.errors import InputError
     from assessor.facts import to_jsonable
 
-    spec = parsers.kind(kind)
+    if kind == "kinds":
+        for spec in parsers.KINDS.values():
+            click.echo(f"{spec.name:22} {spec.about}")
+        return
+    if kind != parsers.AUTO:
+        parsers.kind(kind)  # an unknown kind is bad input before any file is read
     try:
         data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
     except OSError as exc:
         raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    facts = parsers.parse(spec.name, data.decode("utf-8", "replace"), source=file)
+    text = data.decode("utf-8", "replace")
+    if kind == parsers.AUTO:
+        found, facts = parsers.parse_auto(text, source=file)
+        click.echo(f"{file}: recognised as {found} ({parsers.KINDS[found].about})", err=True)
+        spec = parsers.KINDS[found]
+    else:
+        spec = parsers.kind(kind)
+        facts = parsers.parse(spec.name, text, source=file)
     click.echo(json.dumps({f: to_jsonable(getattr(facts, f)) for f in spec.fields}, indent=2))

@@ -135,7 +135,7 @@ def active_option(f: Any) -> Any:
         default="",
         metavar="TESTS",
         help="Also run active tests, comma-separated: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] "
-        "(dcgmi diag, level 2).",
+        "(dcgmi diag -r 2).",
     )(f)
 
 

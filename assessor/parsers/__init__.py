@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from assessor.errors import InputError, ParseError
 from assessor.facts import NodeFacts
+from assessor.parsers._text import check_input
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,21 @@ KINDS: dict[str, Kind] = {
             ("driver", "gpus", "mig_instances"),
         ),
         Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi -q -x", ("driver", "gpus")),
+        Kind("nvidia-smi-q", "nvidia_smi_q", "parse", "nvidia-smi -q", ("driver", "gpus")),
+        Kind(
+            "nvidia-smi",
+            "nvidia_smi_table",
+            "parse",
+            "nvidia-smi",
+            ("driver", "gpus", "mig_devices", "gpu_processes"),
+        ),
+        Kind(
+            "nvidia-smi-nvlink",
+            "nvidia_smi_nvlink",
+            "parse",
+            "nvidia-smi nvlink -s",
+            ("nvlink_status",),
+        ),
         Kind("nvidia-smi-list", "nvidia_smi_list", "parse", "nvidia-smi -L", ("gpus",)),
         Kind("nvidia-smi-topo", "nvidia_smi_topo", "parse", "nvidia-smi topo -m", ("topology",)),
         Kind(
@@ -44,7 +60,13 @@ KINDS: dict[str, Kind] = {
             "nvidia-smi mig -lgi",
             ("mig_instances",),
         ),
-        Kind("nvidia-smi-mig-lgip", "nvidia_smi_mig", "parse_lgip", "nvidia-smi mig -lgip", ("mig_profiles",)),
+        Kind(
+            "nvidia-smi-mig-lgip",
+            "nvidia_smi_mig",
+            "parse_lgip",
+            "nvidia-smi mig -lgip",
+            ("mig_profiles",),
+        ),
         Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", "nvidia-smi mig -lgipp", ("mig_profiles",)),
         Kind("ibstat", "ibstat", "parse", "ibstat", ("ib_ports",)),
         Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo", ("ib_devices",)),
@@ -58,6 +80,13 @@ KINDS: dict[str, Kind] = {
         Kind("lsmod", "lsmod", "parse", "lsmod", ("modules",)),
         Kind("dmesg", "dmesg", "parse", "dmesg", ("kernel_events",)),
         Kind("systemctl-show", "services", "parse", "systemctl show <NVIDIA services>", ("services",)),
+        Kind(
+            "systemctl-status",
+            "services",
+            "parse",
+            "systemctl status <NVIDIA services> (with its journal lines)",
+            ("services",),
+        ),
         Kind("nccl-tests", "nccl_tests", "parse", "all_reduce_perf (nccl-tests)", ("nccl",)),
         Kind("nccl-debug", "nccl_debug", "parse", "NCCL_DEBUG=INFO log lines", ("nccl",)),
         Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi diag -r N", ("dcgm_diag",)),
@@ -78,6 +107,8 @@ def kind(name: str) -> Kind:
     try:
         return KINDS[name]
     except KeyError:
+        if name == AUTO:
+            raise InputError("'auto' is not a kind of its own: parse('auto', ...) recognises the kind") from None
         import difflib
 
         close = difflib.get_close_matches(name, KINDS, n=3, cutoff=0.4)
@@ -85,14 +116,30 @@ def kind(name: str) -> Kind:
         raise InputError(f"unknown kind {name!r}{hint} (kinds: {', '.join(KINDS)})") from None
 
 
+AUTO = "auto"  # the kind name that asks for recognition by content (assessor.parsers.detect)
+
+
+def parse_auto(text: str, *, source: str | None = None) -> tuple[str, NodeFacts]:
+    """The kind ``text`` is recognised as, and its facts; ParseError when unknown or ambiguous."""
+    from assessor.parsers.detect import require_kind
+
+    try:
+        check_input(text)
+        found = require_kind(text, source=source)
+    except ParseError as exc:
+        raise (exc.with_source(source) if source else exc) from None
+    return found, parse(found, text, source=source)
+
+
 def parse(kind_name: str, text: str, *, source: str | None = None) -> NodeFacts:
-    """Parse ``text`` as ``kind_name``; ParseErrors name ``source`` when given."""
+    """Parse ``text`` as ``kind_name`` (``auto``: recognised by content); ParseErrors name ``source``."""
+    if kind_name == AUTO:
+        return parse_auto(text, source=source)[1]
     spec = kind(kind_name)
     module = importlib.import_module(f"assessor.parsers.{spec.module}")
     func = getattr(module, spec.function)
-    if "\x00" in text:
-        raise ParseError("binary data, not tool output", line=text[: text.index("\x00")].count("\n") + 1, source=source)
     try:
+        check_input(text)  # NUL and control bytes, undecodable runs, 5,000-digit numbers
         facts: NodeFacts = func(text)
     except ParseError as exc:
         if source:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from assessor.errors import ParseError
+from assessor.parsers._text import clean_lines
 
 # Values nvidia-smi prints where it has no number or state to give; all mean "unknown".
 NOT_AVAILABLE = frozenset(
@@ -45,8 +46,6 @@ _FAILURE_STARTS = (
 
 NO_DEVICES = "no devices were found"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
 
 def is_not_available(value: str | None) -> bool:
     """True for None and for nvidia-smi's spellings of "no value" (N/A, [Not Supported], ...)."""
@@ -63,7 +62,14 @@ def failure_message(text: str) -> str | None:
     return found[1] if found else None
 
 
+_FAILURE_LINE = re.compile(
+    r"^[ \t]*(?:" + "|".join(re.escape(start) for start in _FAILURE_STARTS) + ")", re.MULTILINE | re.IGNORECASE
+)
+
+
 def _find_failure(text: str) -> tuple[int, str] | None:
+    if _FAILURE_LINE.search(text) is None:
+        return None  # one search in C instead of a Python loop over every line
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.strip().lower().startswith(_FAILURE_STARTS):
@@ -76,22 +82,14 @@ def says_no_devices(text: str) -> bool:
     return text.strip().lower().rstrip(".") == NO_DEVICES
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
-
-
 def check_text(text: str) -> list[str]:
-    """The lines of ``text`` with ANSI escapes removed; ParseError (with line) for binary data.
+    """The lines of ``text`` cleaned of paste noise (see :mod:`assessor.parsers._text`), one per line.
 
     nvidia-smi underlines table headers with ANSI escapes when writing to a terminal, and a
-    capture made through ``script`` or a pasted terminal keeps them.
+    capture made through ``script`` or a pasted terminal keeps them; prompts, fences and
+    launcher prefixes come with pasted transcripts. ParseError (with line) for binary data.
     """
-    # Control characters other than tab, escape (ANSI) and CR never appear in nvidia-smi
-    # output, nor do runs of undecodable bytes (one stray byte is a mangled paste).
-    if _CONTROL.search(text) or text.count("\ufffd") > 2:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if _CONTROL.search(line) or line.count("\ufffd") > 2:
-                raise ParseError("binary data, not nvidia-smi output", line=number)
-    return [_ANSI.sub("", line).rstrip("\r") for line in text.splitlines()]
+    return clean_lines(text)
 
 
 def is_shell_noise(line: str) -> bool:

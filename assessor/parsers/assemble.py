@@ -71,6 +71,12 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
         if getattr(facts, field_name) is not None:
             del facts.problems[field_name]
     facts.problems.update(carried)
+    if facts.ib_ports is None and "ib_ports" not in facts.problems and facts.ib_devices:
+        # No ibstat: ibv_devinfo's ports stand in (a broken ibstat stays an error above, never replaced).
+        from assessor.parsers.ibv_devinfo import ports_of
+
+        facts.ib_ports = ports_of(facts.ib_devices)
+        facts.sources["ib_ports"] = facts.sources.get("ib_devices", "ibv_devinfo.txt")
     return facts
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from assessor.errors import ParseError
 from assessor.facts import DcgmDiag, DcgmTest, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _SECTION = re.compile(r"^[|+]-+\s+([A-Za-z][A-Za-z /]*?)\s+-+[+|]")
 _RULE = re.compile(r"^\+[-=+]+\+?$")
@@ -81,7 +82,7 @@ def _split_row(line: str) -> _Row | None:
 def parse(text: str) -> NodeFacts:
     """Parse ``dcgmi diag`` text output into ``NodeFacts.dcgm_diag``."""
     diag = DcgmDiag()
-    lines = text.splitlines()
+    lines = clean_lines(text)
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     category = "Unknown"
     current: DcgmTest | None = None

@@ -27,6 +27,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import KernelEvent, NodeFacts
+from assessor.parsers._text import clean_lines
 
 # dmesg "[ 1843.308145]", dmesg -T "[Sun Feb 23 16:24:18 2025]", dmesg -e "[Nov14 10:00]" / "[  +0.000012]";
 # not "[drm]" and other subsystem tags that start a message.
@@ -43,7 +44,11 @@ _JOURNAL_PREFIX = re.compile(
 )
 _HOST_KERNEL = re.compile(r"^\S+\s+kernel:\s?")  # after a short-monotonic "[ 5.1] host kernel:"
 _LEVEL_PREFIX = re.compile(r"^(?:<\d+>|\d+,\d+,\d+,[^;]*;)")  # dmesg -r "<4>", /dev/kmsg "6,123,456,-;"
-_FACILITY_PREFIX = re.compile(r"^[a-z]+\s*:\s*(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?")
+# dmesg -x "kern  :warn  : ", also after a host as collectors print it ("gpu3: kern: warning: ").
+_FACILITY_PREFIX = re.compile(
+    r"^(?:[\w.-]{1,253}:\s{1,8})?[a-z]{1,10}\s{0,8}:\s{0,8}"
+    r"(?:emerg|alert|crit|err|error|warn|warning|notice|info|debug)\s{0,8}:\s?"
+)
 
 _BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 # Older drivers print "Xid (0000:01:00)" without "PCI:"; MIG adds text after the address.
@@ -57,6 +62,8 @@ _PCIE_LIMITED = re.compile(
     rf"^(?P<driver>\S+) (?P<bus>{_BUS}): (?P<msg>[\d.]+ Gb/s available PCIe bandwidth, limited by .*)$"
 )
 _NOT_PERMITTED = re.compile(r"^dmesg: read kernel buffer failed", re.I)
+# Every event line holds one of these words (the multi-line form starts on an NVRM line).
+_EVENT_WORDS = re.compile(r"NVRM|SXid|PCIe bandwidth|dmesg:")
 _CONTINUATION_LOOKAHEAD = 4  # the multi-line message spans three lines in all drivers seen
 
 
@@ -64,12 +71,14 @@ def parse(text: str) -> NodeFacts:
     """Parse a kernel log into ``kernel_events`` (Xid, SXid, fallen off the bus, degraded PCIe)."""
     if not text.strip():
         raise ParseError("empty kernel log: a booted kernel always logs something, so the capture failed")
-    lines = text.splitlines()
+    lines = clean_lines(text, log_prefixes=False)
     events: list[KernelEvent] = []
     consumed: set[int] = set()  # continuation lines already folded into a multi-line event
     for index, raw in enumerate(lines):
         if index in consumed:
             continue
+        if _EVENT_WORDS.search(raw) is None:
+            continue  # a kernel log holds everything: only lines naming an event are read further
         number = index + 1
         timestamp, body = split_prefix(raw)
         if _NOT_PERMITTED.match(body):
@@ -123,7 +132,7 @@ def _event(body: str, timestamp: str | None, number: int) -> KernelEvent | None:
             timestamp=timestamp,
             line=number,
         )
-    if m := _FALLEN_ONE_LINE.search(body):
+    if "fallen off the bus" in body and (m := _FALLEN_ONE_LINE.search(body)):
         return KernelEvent(
             kind="fallen_off_bus", message=body, code=79, bus_id=m["bus"], timestamp=timestamp, line=number
         )

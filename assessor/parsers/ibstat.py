@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from assessor.errors import ParseError
 from assessor.facts import IbPort, NodeFacts
+from assessor.parsers._text import clean_lines, cut_line
 
 _CA = re.compile(r"^CA:?\s+'(?P<name>[^']+)'\s*$")
 _PORT = re.compile(r"^Port\s+(?P<port>\d+)\s*:\s*$")
@@ -55,16 +56,16 @@ class _Ca:
 
 def parse(text: str) -> NodeFacts:
     """Parse ``ibstat`` or ``ibstatus`` output into ``ib_ports``, one IbPort per port."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line.strip() for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty ibstat output")
     if _IBSTATUS_HEADER.match(first):
         return NodeFacts(ib_ports=_parse_ibstatus(lines))
-    return NodeFacts(ib_ports=_parse_ibstat(lines))
+    return NodeFacts(ib_ports=_parse_ibstat(lines, cut_line(text, lines)))
 
 
-def _parse_ibstat(lines: list[str]) -> list[IbPort]:
+def _parse_ibstat(lines: list[str], cut: int = -1) -> list[IbPort]:
     cas: list[_Ca] = []
     port: IbPort | None = None
     for number, raw in enumerate(lines, start=1):
@@ -86,6 +87,8 @@ def _parse_ibstat(lines: list[str]) -> list[IbPort]:
             continue
         m = _KEY_VALUE.match(line)
         if m is None:
+            if number - 1 == cut:
+                break  # the paste ends halfway through this line
             raise ParseError(f"not an ibstat line: {line!r}", line=number)
         key, value = m["key"].lower(), m["value"].strip()
         if port is None:

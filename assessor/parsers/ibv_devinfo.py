@@ -28,6 +28,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import IbDevice, IbPort, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>.*)$")
 # "PORT_ACTIVE (4)", "LINK_UP (5)", "4X (2)": the number in parentheses is the verbs enum.
@@ -55,7 +56,7 @@ def parse(text: str) -> NodeFacts:
     port: IbPort | None = None
     widths: dict[int, str] = {}  # id(port) -> active_width value, until active_speed is known
     speeds: dict[int, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(clean_lines(text), start=1):
         line = raw.strip()
         if not line:
             continue
@@ -90,6 +91,15 @@ def parse(text: str) -> NodeFacts:
             p.node_guid = device.node_guid
             p.rate_gbps = _rate(widths.get(id(p)), speeds.get(id(p)))
     return NodeFacts(ib_devices=devices)
+
+
+def ports_of(devices: list[IbDevice]) -> list[IbPort]:
+    """Every port of ``devices``, whatever its state (PORT_DOWN, PORT_INIT, PORT_ARMED included).
+
+    The node's port list when ibstat was not captured; the snapshot builder decides whether to
+    use it (a broken ibstat must stay an error, not be replaced silently).
+    """
+    return [port for device in devices for port in device.ports]
 
 
 def _set_device_field(device: IbDevice, key: str, value: str, number: int) -> None:

@@ -17,6 +17,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import KernelModule, NodeFacts
+from assessor.parsers._text import clean_lines, cut_line
 
 _HEADER = re.compile(r"^Module\s+Size\s+Used\s+by\s*$")
 _NAME = re.compile(r"^[\w-]+$")
@@ -26,11 +27,18 @@ _PROC_STATES = {"Live", "Loading", "Unloading"}
 def parse(text: str) -> NodeFacts:
     """Parse ``lsmod`` output into ``modules``."""
     modules: list[KernelModule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = clean_lines(text)
+    last = cut_line(text, lines)
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or _HEADER.match(line):
             continue
-        modules.append(_module(line, number))
+        try:
+            modules.append(_module(line, number))
+        except ParseError:
+            if number - 1 == last and modules:
+                break  # the paste ends halfway through this line
+            raise
     if not modules:
         raise ParseError("empty lsmod output: no module lines")
     return NodeFacts(modules=modules)

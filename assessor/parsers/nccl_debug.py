@@ -14,20 +14,21 @@ from collections.abc import Iterable
 
 from assessor.errors import ParseError
 from assessor.facts import NcclDebug, NcclRun, NodeFacts
+from assessor.parsers._text import clean_lines
 
 _VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
-_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
+_NETWORK = re.compile(r"NCCL INFO Using network (.+)$")
 _IB_NO_DEVICE = re.compile(r"NCCL INFO NET/IB\w* : No device found")
 _IB_USING = re.compile(r"NCCL INFO NET/IB\w* : Using (.*)$")
 _IB_ITEM = re.compile(r"\[\d+\]([^\s\[\];]+)")
-_WARN = re.compile(r"NCCL WARN (.*?)\s*$")
+_WARN = re.compile(r"NCCL WARN (.*)$")
 # "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA",
 # "Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC" (NCCL 2.5). Ring listings ("Channel 00/16 :  0 3 1")
 # have no "via" and are not transports.
-_CHANNEL = re.compile(r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : .*?\bvia (.+?)\s*$")
+_CHANNEL = re.compile(r"NCCL INFO (?:Channel|Ring) \d+(?:/\d+)? : ")
 # NVLS in use (not merely supported: "NVLS multicast support is available" is printed either way).
 _NVLS_USED = re.compile(r"NCCL INFO (?:Connected NVLS\b|NVLS comm\b)")
-_NVLS_CHANNELS = re.compile(r"NCCL INFO .*?\b(\d+) nvls channels")
+_NVLS_CHANNELS = re.compile(r"\b(\d+) nvls channels")
 # NIC index ("3") or NIC index plus proxy rank under PXN ("0(4)") inside a NET transport.
 _NIC_INDEX = re.compile(r"^\d+(?:\(\d+\))?$")
 # The HPC-X / SHARP plugin names its IB transport IBext, IBext_v8, ...: it is still InfiniBand verbs.
@@ -38,6 +39,8 @@ def _normalise_transport(via: str) -> tuple[str, bool | None]:
     """``NET/IB/3/GDRDMA`` -> (``NET/IB/GDRDMA``, True); non-NET transports give (name, None)."""
     parts = [p.strip() for p in via.split("/")]
     family = parts[0]
+    if not family.split():
+        return "unknown", None
     if family == "NET" and len(parts) > 1:
         name = "IB" if _IB_PLUGIN.match(parts[1]) else parts[1]
         flags = [p for p in parts[2:] if p and not _NIC_INDEX.match(p)]
@@ -63,30 +66,42 @@ def parse_debug_lines(lines: Iterable[str]) -> NcclDebug:
         if debug.nccl_version is None and (m := _VERSION.search(line)):
             debug.nccl_version = m.group(1)
         if m := _WARN.search(line):
-            debug.warnings.append(m.group(1))
+            debug.warnings.append(m.group(1).strip())
             continue
         if "NCCL INFO" not in line:
             continue
-        if m := _CHANNEL.search(line):
-            transport, gdr = _normalise_transport(m.group(1))
+        if (via := _channel_transport(line)) is not None:
+            transport, gdr = _normalise_transport(via)
             _add(debug.transports, transport)
             if gdr is not None:
                 net_channels = True
                 debug.gdrdma = bool(debug.gdrdma) or gdr
         elif m := _NETWORK.search(line):
             if debug.network is None:
-                debug.network = m.group(1)
+                debug.network = m.group(1).strip() or None
         elif _IB_NO_DEVICE.search(line):
             debug.ib_no_device = True
         elif m := _IB_USING.search(line):
             listing = m.group(1).split("OOB", 1)[0]
             for dev in _IB_ITEM.findall(listing):
                 _add(debug.ib_devices, dev)
-        elif _NVLS_USED.search(line) or ((m := _NVLS_CHANNELS.search(line)) and int(m.group(1)) > 0):
+        elif _NVLS_USED.search(line) or (
+            "nvls channels" in line and (m := _NVLS_CHANNELS.search(line)) and int(m.group(1)[-6:]) > 0
+        ):
             _add(debug.transports, "NVLS")
     if not net_channels:
         debug.gdrdma = None
     return debug
+
+
+def _channel_transport(line: str) -> str | None:
+    """What follows "via" in a channel line; None for other lines (no regex backtracking)."""
+    m = _CHANNEL.search(line)
+    if m is None:
+        return None
+    _, sep, via = line[m.end() :].partition("via ")
+    via = via.strip()
+    return via if sep and via else None
 
 
 def _add(items: list[str], item: str) -> None:
@@ -100,7 +115,7 @@ def _is_nccl_line(line: str) -> bool:
 
 def parse(text: str) -> NodeFacts:
     """Parse a ``NCCL_DEBUG=INFO`` log into ``NodeFacts.nccl.debug``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     if not any(_is_nccl_line(line) for line in lines):
         raise ParseError("no NCCL INFO/WARN lines found (was NCCL_DEBUG=INFO set?)", line=1)
-    return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines)))
+    return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines), tests_output=False))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from assessor.errors import ParseError
 from assessor.facts import NcclDevice, NcclRow, NcclRun, NodeFacts
+from assessor.parsers._text import clean_lines, echoed_commands
 from assessor.parsers.nccl_debug import parse_debug_lines
 
 # mpirun --tag-output ("[1,0]<stdout>:") and markdown quoting ("> ") in pasted captures.
@@ -29,11 +30,12 @@ _NTHREAD = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 # "#  Rank  0 Group  0 Pid  54740 on     thanos device  0 [0x07] NVIDIA A100-SXM4-80GB";
 # old releases have no Group, new ones print the bus as [0000:07:00].
 _RANK = re.compile(
-    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\](.*)$"
 )
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _INT = re.compile(r"^-?\d+$")
+_NUMERIC = re.compile(r"^(?:-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|N/A)$")
 
 _KEY_COLUMNS = ("size", "count", "type", "redop", "root")
 _TIME_COLUMNS = ("time", "cputime")
@@ -144,7 +146,7 @@ def _looks_like_row(tokens: list[str]) -> bool:
 
 def parse(text: str) -> NodeFacts:
     """Parse nccl-tests stdout (with any interleaved NCCL_DEBUG lines) into ``NodeFacts.nccl``."""
-    raw_lines = text.splitlines()
+    raw_lines = clean_lines(text)
     lines = [_TAG.sub("", line) for line in raw_lines]
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     run = NcclRun()
@@ -152,9 +154,10 @@ def parse(text: str) -> NodeFacts:
     seen_header = False
     starting_test: str | None = None
     command_test: str | None = None
+    consumed = -1  # the line a split row's second half was taken from
     for i, line in enumerate(lines):
         stripped = line.strip()
-        if not stripped or "NCCL INFO" in line or "NCCL WARN" in line:
+        if i == consumed or not stripped or "NCCL INFO" in line or "NCCL WARN" in line:
             continue
         if stripped.startswith("#"):
             seen_header |= _header_line(stripped, run)
@@ -173,6 +176,13 @@ def parse(text: str) -> NodeFacts:
         try:
             run.rows.append(_row(tokens, layout or _DEFAULT_LAYOUT))
         except (ValueError, KeyError) as exc:
+            # Two ranks writing at once can split a row over two lines (each with its rank tag).
+            following = _row_tail(lines, i)
+            if following is not None:
+                with contextlib.suppress(ValueError, KeyError):
+                    run.rows.append(_row(tokens + following[1], layout or _DEFAULT_LAYOUT))
+                    consumed = following[0]
+                    continue
             if i == last:
                 continue  # a capture cut off mid-row
             if layout is None:
@@ -180,9 +190,25 @@ def parse(text: str) -> NodeFacts:
             raise ParseError(f"result row does not fit the table header: {exc}", line=i + 1) from None
     if not seen_header and not run.rows:
         raise ParseError("no nccl-tests results found", line=1)
+    if command_test is None:
+        # The command line may have been echoed after a shell prompt, which cleaning removed.
+        echoed = (_TEST_BINARY.search(f" {c} ") for c in echoed_commands(text))
+        command_test = next((m.group(1) for m in echoed if m), None)
     run.test = starting_test or command_test
     run.debug = parse_debug_lines(raw_lines)
     return NodeFacts(nccl=run)
+
+
+def _row_tail(lines: list[str], i: int) -> tuple[int, list[str]] | None:
+    """(index, tokens) of the next non-blank line when it is only numbers: the rest of a split row."""
+    for j in range(i + 1, min(i + 3, len(lines))):
+        tokens = lines[j].split()
+        if not tokens:
+            continue
+        if all(_NUMERIC.match(t) for t in tokens):
+            return j, tokens
+        return None
+    return None
 
 
 def _header_line(line: str, run: NcclRun) -> bool:
@@ -201,7 +227,7 @@ def _header_line(line: str, run: NcclRun) -> bool:
                 host=m.group(3),
                 device=int(m.group(4)),
                 bus=m.group(5),
-                name=m.group(6) or None,
+                name=m.group(6).strip() or None,
             )
         )
         return True

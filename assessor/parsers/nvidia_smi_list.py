@@ -16,9 +16,12 @@ import re
 from assessor.errors import ParseError
 from assessor.facts import Gpu, NodeFacts
 from assessor.parsers._nvsmi import check_text, is_shell_noise, raise_on_failure, says_no_devices
+from assessor.parsers._text import cut_line
 
-# The name may hold parentheses of its own, so the UUID group anchors at the line's end.
-_GPU = re.compile(r"^GPU\s+(?P<index>\d+):\s*(?P<name>.*?)\s*\(UUID:\s*(?P<uuid>[^)\s]+)\)\s*$")
+# "GPU 0: <name> (UUID: GPU-...)": the name may hold parentheses of its own, so the UUID is the
+# last "(UUID:" of the line; split by hand (a lazy name group before it is quadratic).
+_GPU_START = re.compile(r"^GPU\s+(?P<index>\d+):")
+_UUID = re.compile(r"^\(UUID:\s*(?P<uuid>[^)\s]+)\)$")
 # Older drivers print "MIG 1g.5gb Device 0:"; some print "MIG 1g.5gb     Device  0:".
 _MIG = re.compile(r"^MIG\s+\S+\s+Device\s+\d+:\s*\(UUID:\s*[^)\s]+\)\s*$")
 
@@ -34,18 +37,33 @@ def parse(text: str) -> NodeFacts:
         return NodeFacts(gpus=[])
     raise_on_failure(text)
     gpus: list[Gpu] = []
+    cut = cut_line(text, lines)
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or is_shell_noise(line) or _MIG.match(line):
             continue
-        match = _GPU.match(line)
+        match = _gpu_line(line)
+        if match is None and number - 1 == cut and gpus:
+            break  # the paste ends halfway through this line
         if match is None:
             raise ParseError(f"not an nvidia-smi -L line: {line[:80]!r}", line=number)
-        index = int(match["index"])
+        index, name, uuid = match
         if any(gpu.index == index for gpu in gpus):
             # Two captures pasted into one file: which one is the node now is unknowable.
             raise ParseError(f"GPU {index} listed twice", line=number)
-        gpus.append(Gpu(index=index, name=match["name"] or None, uuid=match["uuid"]))
+        gpus.append(Gpu(index=index, name=name or None, uuid=uuid))
     if not gpus:
         raise ParseError("no GPU lines in nvidia-smi -L output", line=1)
     return NodeFacts(gpus=gpus)
+
+
+def _gpu_line(line: str) -> tuple[int, str, str] | None:
+    """(index, name, uuid) of a ``GPU N: name (UUID: ...)`` line, else None."""
+    start = _GPU_START.match(line)
+    at = line.rfind("(UUID:")
+    if start is None or at < start.end():
+        return None
+    uuid = _UUID.match(line[at:].rstrip())
+    if uuid is None:
+        return None
+    return int(start["index"]), line[start.end() : at].strip(), uuid["uuid"]

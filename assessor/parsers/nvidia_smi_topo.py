@@ -134,7 +134,8 @@ def parse(text: str) -> NodeFacts:
 
 def _is_header(tokens: list[str]) -> bool:
     """The column header: labels only, no ``X`` (every whole row has its self cell)."""
-    return "X" not in tokens and all(_LABEL.match(t) for t in tokens) and _NUMBERED.match(tokens[0]) is not None
+    # The cheap test first: a header starts with a numbered device (GPU0), which prose rarely does.
+    return _NUMBERED.match(tokens[0]) is not None and "X" not in tokens and all(_LABEL.match(t) for t in tokens)
 
 
 def _header_columns(tokens: list[str]) -> list[str]:

@@ -22,7 +22,8 @@ import xml.etree.ElementTree as ET
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, NodeFacts
-from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._nvsmi import is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._text import check_input
 from assessor.pci import normalize_bus_id
 
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
@@ -41,7 +42,7 @@ def parse(text: str) -> NodeFacts:
     message is nvidia-smi's own text when it printed a driver/NVML failure instead of XML.
     "No devices were found" is a valid answer: zero GPUs.
     """
-    check_text(text)
+    check_input(text, what="nvidia-smi XML")  # XML needs no paste cleanup, only the byte checks
     start = text.find("<")
     if start < 0 or "<nvidia_smi_log" not in text:
         if says_no_devices(text):
@@ -57,6 +58,14 @@ def parse(text: str) -> NodeFacts:
         # nvidia-smi never declares entities; refusing them keeps expat's expansion out.
         line = offset + body.count("\n", 0, body.index("<!ENTITY")) + 1
         raise ParseError("XML entity declarations are not nvidia-smi output", line=line)
+    doctype = body.find("<!DOCTYPE")
+    if doctype >= 0:
+        end = body.find(">", doctype)
+        if "[" in body[doctype : end if end >= 0 else len(body)]:
+            # An internal subset can declare attribute defaults that expat copies into every
+            # element (gigabytes from a megabyte); nvidia-smi only ever names its external DTD.
+            line = offset + body.count("\n", 0, doctype) + 1
+            raise ParseError("an XML DOCTYPE internal subset is not nvidia-smi output", line=line)
     try:
         root = ET.fromstring(body)
     except ET.ParseError as exc:

@@ -6,14 +6,22 @@ import json
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, GpuInstance, NodeFacts, from_jsonable
+from assessor.parsers._text import check_input
+
+# The collector writes four levels (document, gpus, gpu, nvlinks/errors); far deeper is hostile.
+MAX_DEPTH = 32
 
 
 def parse(text: str) -> NodeFacts:
     """Facts (driver, gpus, mig_instances) from an ``nvml.json`` document."""
+    check_input(text, what="nvml.json")
+    _check_depth(text)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ParseError(f"not JSON: {exc.msg}", line=exc.lineno) from None
+    except (RecursionError, ValueError) as exc:  # NaN/Infinity, or what _check_depth should prevent
+        raise ParseError(f"not an nvml.json document: {exc}", line=1) from None
     if not isinstance(data, dict):
         raise ParseError(f"nvml.json holds a JSON object, not {type(data).__name__}", line=1)
     facts = NodeFacts()
@@ -29,3 +37,33 @@ def parse(text: str) -> NodeFacts:
     for field, why in (data.get("problems") or {}).items():
         facts.problems[str(field)] = str(why)
     return facts
+
+
+def _check_depth(text: str) -> None:
+    """ParseError naming the line where arrays/objects nest deeper than MAX_DEPTH (linear scan)."""
+    depth = 0
+    in_string = escaped = False
+    line = 1
+    for char in text:
+        if char == "\n":
+            line += 1
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ParseError(f"JSON nested more than {MAX_DEPTH} levels deep: not an nvml.json document", line=line)
+        elif char in "]}":
+            depth -= 1
+
+
+def _no_constant(name: str) -> None:
+    """JSON has no NaN or Infinity; the collector never writes them, so a file that does is refused."""
+    raise ValueError(f"{name} is not a JSON number")

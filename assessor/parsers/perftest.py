@@ -21,18 +21,17 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import NodeFacts, PerftestRow, PerftestRun
+from assessor.parsers._text import clean_lines
 
 _QUOTE = re.compile(r"^>[ ]?")
 _TITLE = re.compile(r"^\s*(?P<title>[A-Za-z_]+(?: [A-Za-z_]+)* BW Test)\s*$")
-# Header pairs such as "Dual-port       : OFF\t\tDevice         : mlx5_0": values are one token.
-_PAIR = re.compile(r"(?P<key>[A-Za-z][\w*.\-/ ]*?)\s*:\s*(?P<value>\S+)")
 _TABLE_HEADER = re.compile(r"#bytes.*BW peak\[(?P<unit>[^\]]+)\]")
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 
 
 def parse(text: str) -> NodeFacts:
     """Parse a perftest bandwidth run (client side) into ``ib_write_bw``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty perftest output")
@@ -44,7 +43,7 @@ def parse(text: str) -> NodeFacts:
         stripped = line.strip()
         if not stripped:
             continue
-        if m := _TABLE_HEADER.search(stripped):
+        if "BW peak[" in stripped and (m := _TABLE_HEADER.search(stripped)):
             run.unit = m["unit"].strip()
             in_table = True
             continue
@@ -54,18 +53,33 @@ def parse(text: str) -> NodeFacts:
         if stripped.startswith("-"):
             in_table = False  # the closing rule; warnings may follow
             continue
-        if run.test is None and (m := _TITLE.match(stripped)):
+        if run.test is None and stripped.endswith("BW Test") and (m := _TITLE.match(stripped)):
             run.test = m["title"]
             continue
-        for pair in _PAIR.finditer(stripped):
-            key = " ".join(pair["key"].split()).lower()
+        for key, value in _pairs(stripped):
             if key == "device" and run.device is None:
-                run.device = pair["value"]
+                run.device = value
             elif key == "link type" and run.link_type is None:
-                run.link_type = pair["value"]
+                run.link_type = value
     if run.test is None and run.unit is None:
         raise ParseError("not perftest output: no 'BW Test' title and no '#bytes ... BW peak[...]' table header")
     return NodeFacts(ib_write_bw=run)
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    """Header pairs such as ``Dual-port       : OFF\t\tDevice         : mlx5_0``: (key, value), values
+    one token, keys lower-case with single spaces. Split by hand: a regex over a long line with
+    no colon would try every start position (quadratic)."""
+    parts = line.split(":")
+    pairs = []
+    for i in range(1, len(parts)):
+        before = parts[i - 1].split()
+        if i > 1:
+            before = before[1:]  # the previous pair's value comes first
+        words = parts[i].split()
+        if before and words:
+            pairs.append((" ".join(before).lower(), words[0]))
+    return pairs
 
 
 def _row(line: str, number: int) -> PerftestRow:

@@ -22,6 +22,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import NodeFacts, Service
+from assessor.parsers._text import clean_lines
 
 _SHOW_LINE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9]*)=(?P<value>.*)$")
 _UNIT = r"[\w@.:\\-]+\.(?:service|socket|target|timer|mount|path|scope|slice|swap|automount|device)"
@@ -46,13 +47,35 @@ _JOB_REASONS = {
 # Journal lines systemd writes about a unit: "systemd[1]: x.service: Failed with result 'exit-code'."
 _JOURNAL_RESULT = re.compile(rf"systemd\[\d+\]:\s*(?P<unit>{_UNIT}): Failed with result '(?P<result>[\w-]+)'")
 _JOURNAL_MAIN_EXIT = re.compile(
-    rf"systemd\[\d+\]:\s*(?P<unit>{_UNIT}): Main process exited, code=\w+, status=(?P<status>\d+)"
+    rf"systemd\[\d+\]:\s*(?P<unit>{_UNIT}): (?:Main|Control) process exited, code=\w+, status=(?P<status>\d+)"
+)
+# A journal line of a unit's own process: "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: <message>".
+_JOURNAL_PROCESS = re.compile(r"(?:^|\s)(?P<comm>[\w.@-]{1,64})\[\d{1,10}\]: (?P<message>.+)$")
+# "systemd[1]: Starting NVIDIA fabric manager service...": the unit by its description.
+_JOURNAL_STARTING = re.compile(r"systemd\[\d+\]:\s*(?:Starting|Started|Failed to start) (?P<what>.+?)\.{0,3}$")
+# The processes and descriptions of the NVIDIA units, so journal lines name their unit.
+_UNIT_OF = {
+    "nv-fabricmanager": "nvidia-fabricmanager.service",
+    "nvidia-fabricmanager-start.sh": "nvidia-fabricmanager.service",
+    "nvidia-fabricmanager": "nvidia-fabricmanager.service",
+    "nvidia fabric manager service": "nvidia-fabricmanager.service",
+    "nvidia fabricmanager daemon": "nvidia-fabricmanager.service",
+    "nvidia-persistenced": "nvidia-persistenced.service",
+    "nvidia persistence daemon": "nvidia-persistenced.service",
+    "nv-hostengine": "nvidia-dcgm.service",
+    "nvidia dcgm service": "nvidia-dcgm.service",
+}
+# Words that make a unit's own journal line the reason it failed.
+_ERROR_WORDS = re.compile(
+    r"don.?t match|doesn.?t match|mismatch|driver interface version|\berror\b|\bfail"
+    r"|not supported|unable|cannot|could not|\[NV_\w+\]",
+    re.IGNORECASE,
 )
 
 
 def parse(text: str) -> NodeFacts:
     """Parse ``systemctl show`` (or ``systemctl status``) output into ``services``."""
-    lines = text.splitlines()
+    lines = clean_lines(text)
     first = next((line.strip() for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty systemctl output")
@@ -109,6 +132,7 @@ def _parse_status(lines: list[str]) -> list[Service]:
     def unit(name: str) -> Service:
         return units.setdefault(name, Service(name=name))
 
+    reasons: list[tuple[str | None, str]] = []  # (unit or None, message), in journal order
     for raw in lines:
         line = raw.strip()
         if m := _STATUS_HEADER.match(line):
@@ -136,7 +160,28 @@ def _parse_status(lines: list[str]) -> list[Service]:
         elif m := _JOURNAL_RESULT.search(line):
             unit(m["unit"]).result = m["result"]
         elif m := _JOURNAL_MAIN_EXIT.search(line):
-            unit(m["unit"]).exec_main_status = int(m["status"])
+            exited = unit(m["unit"])
+            exited.exec_main_status = int(m["status"])
+            if exited.active_state is None and m["status"] != "0":
+                exited.active_state, exited.sub_state = "failed", "failed"
+        elif "systemd[" in line and (m := _JOURNAL_STARTING.search(line)):
+            if (name := _UNIT_OF.get(m["what"].strip().lower())) is not None:
+                unit(name)
+        elif (m := _JOURNAL_PROCESS.search(line)) and m["comm"] != "systemd" and _ERROR_WORDS.search(m["message"]):
+            owner = _UNIT_OF.get(m["comm"]) or (current.name if current else None)
+            reasons.append((owner, m["message"].strip()))
+    for service in units.values():
+        if service.active_state == "active":
+            continue  # an error logged before a restart that worked is history
+        mine = [text for owner, text in reasons if owner in (service.name, None)]
+        if mine and service.reason is None:
+            service.reason = mine[0]  # the first error: later lines are its consequences
+    for owner, _text in reasons:
+        if owner is not None and owner not in units:
+            # Only the unit's own error lines were pasted: it failed, and they say why.
+            found = unit(owner)
+            found.active_state, found.sub_state = "failed", "failed"
+            found.reason = next(text for o, text in reasons if o == owner)
     return list(units.values())
 
 

@@ -12,6 +12,7 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, NodeFacts
+from assessor.parsers._text import clean_lines
 
 # "NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 ..." (proprietary) and
 # "NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build ..." (open).
@@ -23,7 +24,7 @@ def parse_driver_version(text: str) -> NodeFacts:
     """Parse ``/proc/driver/nvidia/version`` into ``driver``."""
     if not text.strip():
         raise ParseError("empty /proc/driver/nvidia/version")
-    for raw in text.splitlines():
+    for raw in clean_lines(text):
         line = raw.strip()
         if m := _NVRM.match(line):
             version = m["version"]
@@ -48,7 +49,7 @@ def parse_os_release(text: str) -> NodeFacts:
     {'NAME': 'Ubuntu', 'VERSION_ID': '22.04', 'ID': 'ubuntu'}
     """
     values: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(clean_lines(text), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -76,7 +77,7 @@ def _unquote(value: str, number: int) -> str:
 
 def parse_uname(text: str) -> NodeFacts:
     """``uname -a`` output: its first non-blank line, stripped."""
-    line = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    line = next((line.strip() for line in clean_lines(text) if line.strip()), None)
     if line is None:
         raise ParseError("empty uname output")
     return NodeFacts(uname=line)

@@ -44,6 +44,8 @@ def table(targets: list[TargetResults], profile: Profile) -> None:
         )
         if target.error is not None:
             out.print(Text.assemble(("ERROR ", "bold magenta"), title, ": ", data(target.error)))
+        for note in target.notes:
+            out.print(Text.assemble(("NOTE ", "bold yellow"), title, ": ", data(note)))
             continue
         grid = Table(title=title, title_justify="left", expand=False, show_lines=False)
         grid.add_column("status", no_wrap=True)

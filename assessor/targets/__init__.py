@@ -113,7 +113,7 @@ def open_target(
         from assessor.capture.snapshot import validate_dir
         from assessor.targets.local import SnapshotTarget
 
-        target = SnapshotTarget(spec, validate_dir(parsed.rest), max_bytes=options.max_file_bytes)
+        target = SnapshotTarget(spec, validate_dir(parsed.rest, any_names=True), max_bytes=options.max_file_bytes)
     elif kind in ("mock", "mock-file"):
         from assessor.targets.mock import MockTarget
 

@@ -18,8 +18,9 @@ class SnapshotTarget:
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
         from assessor.capture import snapshot
+        from assessor.parsers.detect import snapshot_file
 
-        return snapshot.read(self.path, max_bytes=self.max_bytes)
+        return snapshot.read(self.path, max_bytes=self.max_bytes, recognise=snapshot_file)
 
 
 @dataclass

@@ -88,9 +88,28 @@ def test_persistence_off_fails_naming_gpu_and_bus():
     assert "GPU 1 (00000000:2A:00.0)" in r.message
 
 
-def test_persistenced_active_passes_even_with_mode_off():
+def test_gpus_reporting_persistence_off_fail_even_with_persistenced_active():
+    # After `nvidia-smi -pm 0` the daemon still runs, but the GPUs' own report is what counts.
     facts = node(
         gpus=gpus(2, persistence_mode=False),
+        services=[Service("nvidia-persistenced.service", "loaded", "active", "running")],
+    )
+    r = run("gpu.persistence", facts)
+    assert r.status == "fail"
+    assert "although nvidia-persistenced is active" in r.message
+
+
+def test_persistenced_active_passes_when_gpus_do_not_report_the_mode():
+    facts = node(
+        gpus=gpus(2, persistence_mode=None),
+        services=[Service("nvidia-persistenced.service", "loaded", "active", "running")],
+    )
+    assert run("gpu.persistence", facts).status == "pass"
+
+
+def test_persistenced_active_covers_silent_gpus_when_the_others_report_on():
+    facts = node(
+        gpus=[gpu(0, persistence_mode=True), gpu(1, persistence_mode=None)],
         services=[Service("nvidia-persistenced.service", "loaded", "active", "running")],
     )
     assert run("gpu.persistence", facts).status == "pass"

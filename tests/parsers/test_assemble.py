@@ -14,6 +14,7 @@ from tests.support.corpus import read_corpus
 
 XML = "nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml"
 LIST = "nvml/nvidia_smi_L_mig_A100_40GB_guide.txt"
+IBV_DEVINFO = "ibv_devinfo/02_ib_cx7_mt4126_fw28.37_port_active_infiniband.txt"
 
 
 def snapshot(tmp_path: Path, xml: str | None) -> Path:
@@ -46,3 +47,24 @@ def test_assess_of_a_snapshot_with_a_truncated_xml_errors_and_exits_1(tmp_path: 
     assert result.exit_code == 1
     (outcome,) = json.loads(result.stdout)["targets"][0]["results"]
     assert outcome["status"] == "error" and "nvidia-smi-q.xml" in outcome["message"]
+
+
+def test_ibv_devinfo_alone_gives_the_ports_in_any_state(tmp_path: Path) -> None:
+    snap = tmp_path / "node"
+    snap.mkdir()
+    (snap / "ibv_devinfo.txt").write_text(
+        read_corpus("ibv_devinfo/02_ib_cx7_mt4126_fw28.37_port_active_infiniband.txt")
+    )
+    facts = facts_from_snapshot(read(snap))
+    assert facts.ib_ports and {p.state for p in facts.ib_ports} >= {"Active"}
+
+
+def test_a_broken_ibstat_is_not_replaced_by_ibv_devinfo(tmp_path: Path) -> None:
+    snap = tmp_path / "node"
+    snap.mkdir()
+    (snap / "ibv_devinfo.txt").write_text(
+        read_corpus("ibv_devinfo/02_ib_cx7_mt4126_fw28.37_port_active_infiniband.txt")
+    )
+    (snap / "ibstat.txt").write_text("CA 'mlx5_0'\n\tCA type: MT4129\n\x01\x02 garbage \x03\n")
+    facts = facts_from_snapshot(read(snap))
+    assert facts.ib_ports is None and facts.problems["ib_ports"].startswith("ibstat.txt")

@@ -141,3 +141,14 @@ def test_dmesg_empty_log_is_an_error() -> None:
 def test_dmesg_doctests() -> None:
     result = doctest.testmod(dmesg)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_host_and_facility_prefixes_keep_every_event():
+    from assessor import parsers
+
+    text = read_corpus("dmesg_xid/05_xid79_fallen_off_bus_single_and_multiline.txt")
+    plain = parsers.parse("dmesg", text).kernel_events or []
+    prefixed = "\n".join(f"gpu3: kern: warning: {line}" for line in text.splitlines())
+    events = parsers.parse("dmesg", prefixed).kernel_events or []
+    assert [(e.kind, e.code, e.bus_id) for e in events] == [(e.kind, e.code, e.bus_id) for e in plain]
+    assert plain

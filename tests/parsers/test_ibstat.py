@@ -127,10 +127,13 @@ def test_ibstat_unknown_key_value_lines_are_ignored() -> None:
 
 
 def test_ibstat_truncated_mid_port_keeps_what_was_printed() -> None:
+    # A paste cut halfway through its last line (no final newline): the half line is dropped.
     text = "CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Active\n\t\tPhys"
+    (p,) = ibstat.parse(text).ib_ports or []
+    assert (p.state, p.physical_state) == ("Active", None)
     with pytest.raises(ParseError) as err:
-        ibstat.parse(text)
-    assert err.value.line == 5  # a half line is not a Key: value line
+        ibstat.parse(text + "\n")  # a whole line that is not Key: value
+    assert err.value.line == 5
 
     cut_on_line_end = "CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Active\n"
     (p,) = ibstat.parse(cut_on_line_end).ib_ports or []

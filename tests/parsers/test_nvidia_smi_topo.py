@@ -193,3 +193,28 @@ def test_binary_data_is_a_parse_error_with_line() -> None:
     with pytest.raises(ParseError) as caught:
         nvidia_smi_topo.parse(read_corpus(DGX_A100) + "\x00\x13\x37")
     assert caught.value.line == 7  # the six lines of the file, then the binary
+
+
+def test_older_driver_names_nic_columns_mlx5_and_has_no_legend():
+    from assessor import parsers
+
+    text = read_corpus("nvidia_smi_topo/04_dgx2_16xv100_nv6_mlx5_columns_no_legend_cut.txt")
+    topo = parsers.parse("nvidia-smi-topo", text).topology
+    assert topo is not None
+    assert topo.devices[16:] == [f"mlx5_{i}" for i in range(10)]
+    assert topo.nic_names == {}
+    assert topo.matrix["GPU0"]["mlx5_0"] == "PIX" and topo.matrix["GPU2"]["mlx5_1"] == "PIX"
+    assert topo.matrix["GPU4"]["mlx5_2"] == "PIX"  # the cut row keeps its whole matrix cells
+    assert topo.cpu_affinity["GPU0"] == "0-23,48-71"
+
+
+def test_topo_nic_affinity_judges_mlx5_named_columns():
+    from assessor import parsers
+    from assessor.checks import REGISTRY, run_check
+
+    text = read_corpus("nvidia_smi_topo/04_dgx2_16xv100_nv6_mlx5_columns_no_legend_cut.txt")
+    facts = parsers.parse("nvidia-smi-topo", text)
+    r = run_check(REGISTRY["topo.nic_affinity"], facts, {})
+    # GPU0-4 have a PIX NIC among the mlx5 columns; the rows the excerpt lacks are named, not passed.
+    assert r.status == "warn", r.message
+    assert "no GPU-NIC paths for GPU 5" in r.message and "GPU 4," not in r.message

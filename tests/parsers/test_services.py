@@ -6,6 +6,7 @@ import doctest
 
 import pytest
 
+from assessor import parsers
 from assessor.errors import ParseError
 from assessor.facts import Service
 from assessor.parsers import services
@@ -161,3 +162,31 @@ def test_services_empty_output_is_an_error() -> None:
 def test_services_doctests() -> None:
     result = doctest.testmod(services)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_status_journal_of_a_fabric_manager_version_mismatch_fails_it_with_the_reason() -> None:
+    text = read_corpus("systemctl_status/01_fm_driver_interface_version_mismatch_550.txt")
+    (fm,) = parsers.parse("systemctl-status", text).services or []
+    assert (fm.name, fm.active_state, fm.exec_main_status) == ("nvidia-fabricmanager.service", "failed", 1)
+    assert fm.reason is not None
+    assert "driver interface version 550.127.05 don't match with driver version 550.120" in fm.reason
+
+
+def test_journal_cut_mid_line_still_names_the_unit_by_its_description_and_keeps_the_reason() -> None:
+    text = read_corpus("systemctl_status/02_fm_journal_mismatch_535_cut_mid_line.txt")
+    (fm,) = parsers.parse("systemctl-status", text).services or []
+    assert fm.name == "nvidia-fabricmanager.service"
+    assert fm.reason is not None and "driver interface version 535.183.01" in fm.reason
+
+
+def test_nothing_to_do_failure_keeps_its_first_error_line_as_the_reason() -> None:
+    text = read_corpus("systemctl_status/03_fm_start_failed_pre_nvl5_nothing_to_do.txt")
+    (fm,) = parsers.parse("systemctl-status", text).services or []
+    assert fm.active_state == "failed"
+    assert fm.reason is not None and fm.reason.endswith("[NV_WARN_NOTHING_TO_DO]")
+
+
+def test_an_active_unit_gets_no_reason_from_its_informational_journal_lines() -> None:
+    text = read_corpus("fabricmanager/02_systemctl_status_active_running_b200_nvlsm.txt")
+    (fm,) = parsers.parse("systemctl-status", text).services or []
+    assert (fm.active_state, fm.reason) == ("active", None)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from assessor import checks
-from assessor.checks.common import bus_key
 from assessor.errors import InputError
 from assessor.facts import NodeFacts
 from assessor.parsers import parse
+from assessor.pci import bus_key
 from assessor.sim import faults
 from assessor.sim.faults import FAULTS
 from assessor.sim.fixtures import load_fixture

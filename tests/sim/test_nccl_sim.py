@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 import pytest
 
-from assessor.checks.common import bus_key
 from assessor.facts import NcclRun
 from assessor.parsers import parse
+from assessor.pci import bus_key
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool

@@ -703,7 +703,7 @@ def test_nvlink_errors_show_replay_recovery_and_crc_per_link_and_reset_clears_th
     link = state_of(session).gpus[0].nvlinks[1]
     link.errors.update(replay=5, crc_flit=2, crc_data=1)
     lines = smi(session, "nvlink", "-e", "-i", "0").stdout.splitlines()
-    captured = read_corpus("nvidia_smi_nvlink/03_h100_nvlink_e_replay_recovery_crc.txt").splitlines()
+    captured = read_corpus("nvidia_smi_nvlink_errors/01_h100_nvlink_e_replay_recovery_crc.txt").splitlines()
     assert [_line_shape(x) for x in lines[:8]] == [_line_shape(x) for x in captured[:8]]
     assert lines[5:8] == ["\t Link 1: Replay Errors: 5", "\t Link 1: Recovery Errors: 0", "\t Link 1: CRC Errors: 3"]
     assert smi(session, "nvlink", "-re").exit_code == 0

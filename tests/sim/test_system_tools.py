@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from assessor.checks.common import bus_key
 from assessor.errors import ParseError
 from assessor.facts import NodeFacts
 from assessor.parsers import parse
+from assessor.pci import bus_key
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState, load_state, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
