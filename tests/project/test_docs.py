@@ -137,6 +137,21 @@ def test_references_md_lists_every_reference_with_the_value_the_data_file_holds(
         assert any(value in c for c in cells[1:]), f"{name}: value {value} missing from its row: {rows[name]}"
 
 
+def test_references_md_gives_every_name_a_profile_can_write_with_its_value_and_source() -> None:
+    from assessor.checks import references
+
+    text = REFERENCES_MD.read_text(encoding="utf-8")
+    for name in references.names():
+        if "." not in name:
+            assert f"| `{name}` |" in text, name  # a single value: its row (values checked above)
+            continue
+        row = next((line for line in text.splitlines() if line.startswith(f"| `ref:{name}` |")), None)
+        assert row is not None, f"ref:{name} has no row in docs/REFERENCES.md"
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == str(references.resolve(f"ref:{name}")), row
+        assert cells[3] == references.source(f"ref:{name}"), row
+
+
 def test_references_md_family_columns_are_in_the_order_the_data_file_gives() -> None:
     header = next(line for line in REFERENCES_MD.read_text(encoding="utf-8").splitlines() if "| A100 |" in line)
     columns = [c.strip() for c in header.strip("|").split("|")]
