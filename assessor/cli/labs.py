@@ -395,16 +395,10 @@ def _cohort_grade(
         click.echo(line, err=as_json)
     if as_json:
         click.echo(json.dumps([g.grade.to_json() for g in grades if g.grade is not None], indent=2))
-    graded = sum(1 for g in grades if g.grade is not None)
-    passed = sum(1 for g in grades if g.grade is not None and g.grade.passed)
-    click.echo(
-        f"{x.id} grade: {len(grades)} hosts: {passed} passed, {graded - passed} not passed, "
-        f"{len(grades) - graded} not graded",
-        err=as_json,
-    )
+    click.echo(f"{x.id} grade: {cohort.grade_tally(grades)}", err=as_json)
     if out:
         report = cohort.command("report", "cohort", out)
-        click.echo(f"gradebook: {graded} grades in {out}; the cohort report: `{report}`", err=as_json)
+        click.echo(f"gradebook: {out}; the cohort report: `{report}`", err=as_json)
     return cohort.grade_exit_code(grades)
 
 

@@ -299,7 +299,7 @@ def grade(
                 lab, host.name, timeout=timeout, options=options, inventory=cohort.inventory
             )
         except HostError as exc:
-            return host, None, "unreachable", str(exc)
+            return host, None, "unreachable", str(exc).removeprefix("unreachable: ")
         except GpulabError as exc:
             return host, None, "failed", str(exc)
         return host, facts, "graded", ""
@@ -431,6 +431,16 @@ def grade_summary(grades: Sequence[HostGrade]) -> list[str]:
         late = ", late" if r.late else ("" if r.started_at else ", no start recorded")
         lines.append(visible(f"{who}: {r.points:g}/{r.max_points:g} ({r.percent:g} %) {verdict}{late}"))
     return lines
+
+
+def grade_tally(grades: Sequence[HostGrade]) -> str:
+    """``8 hosts: 5 passed, 2 not passed, 1 not graded``."""
+    graded = [g.grade for g in grades if g.grade is not None]
+    passed = sum(1 for r in graded if r.passed)
+    parts = [f"{passed} passed", f"{len(graded) - passed} not passed"]
+    if len(graded) < len(grades):
+        parts.append(f"{len(grades) - len(graded)} not graded")
+    return f"{len(grades)} host{'s' if len(grades) != 1 else ''}: " + ", ".join(parts)
 
 
 def step_exit_code(outcomes: Mapping[str, HostOutcome]) -> int:
