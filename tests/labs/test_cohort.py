@@ -278,6 +278,59 @@ def test_cohort_of_simulated_nodes_starts_grades_and_resets_each(tmp_path: Path)
     assert {dcgm(tmp_path / f"sim0{i}.json") for i in (1, 2, 3)} == {"active"}
 
 
+def test_a_candidates_file_names_whose_node_each_host_is(tmp_path: Path) -> None:
+    inventory = sim_inventory(tmp_path, ["sim01", "sim02"])
+    names = tmp_path / "cohort.csv"
+    names.write_text("host,candidate\nsim02,bea\n")
+    db = ["--db", str(tmp_path / "attempts.db")]
+    code, out, _ = gpulab("lab", "start", "health-101", "-i", str(inventory), "--candidates", str(names), *db)
+    assert code == 0 and out.splitlines()[:2] == ["sim01 (c1): ready", "sim02 (bea): ready"], out
+    # the next command keeps the candidates file: bea's grade finds bea's start
+    assert f"--candidates {names}" in out.splitlines()[-1]
+    code, out, _ = gpulab("lab", "grade", "health-101", "-i", str(inventory), "--candidates", str(names), *db, "--json")
+    assert {g["candidate"]: bool(g["started_at"]) for g in json.loads(out)} == {"c1": True, "bea": True}
+    names.write_text("sim09,carl\n")
+    code, _, err = gpulab("lab", "start", "health-101", "-i", str(inventory), "--candidates", str(names), *db)
+    assert code == 2 and f"no host named sim09 in {inventory}" in err
+
+
+def test_the_gradebook_replaces_a_planted_link_instead_of_writing_through_it(tmp_path: Path) -> None:
+    inventory = sim_inventory(tmp_path, ["sim01"])
+    book, elsewhere = tmp_path / "book", tmp_path / "elsewhere.txt"
+    book.mkdir()
+    elsewhere.write_text("keep me\n")
+    (book / "sim01.json").symlink_to(elsewhere)
+    code, _, err = gpulab(
+        "lab", "grade", "health-101", "-i", str(inventory), "--out", str(book), "--db", str(tmp_path / "a.db")
+    )
+    assert code == 0, err
+    assert elsewhere.read_text() == "keep me\n"
+    assert not (book / "sim01.json").is_symlink()
+    assert json.loads((book / "sim01.json").read_text())["candidate"] == "c1"
+
+
+def test_one_target_graded_with_out_joins_the_gradebook(tmp_path: Path) -> None:
+    sim_inventory(tmp_path, ["sim01"])
+    book = tmp_path / "book"
+    target = f"mock:{tmp_path / 'sim01.json'}"
+    code, _, err = gpulab(
+        "lab",
+        "grade",
+        "health-101",
+        "-t",
+        target,
+        "--candidate",
+        "ann",
+        "--out",
+        str(book),
+        "--db",
+        str(tmp_path / "a.db"),
+    )
+    assert code == 0, err
+    assert [p.name for p in book.iterdir()] == ["sim01.json"]
+    assert json.loads((book / "sim01.json").read_text())["candidate"] == "ann"
+
+
 def test_cohort_options_without_an_inventory_or_with_one_target_are_refused(tmp_path: Path) -> None:
     inventory = sim_inventory(tmp_path, ["sim01"])
     code, _, err = gpulab("lab", "start", "health-101", "-t", "mock:x.json", "--limit", "sim01")
