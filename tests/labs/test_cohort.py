@@ -537,6 +537,10 @@ def test_limit_selects_the_hosts_a_cohort_command_acts_on(bed: SshBed, tmp_path:
     assert [dcgm(n.state) for n in (one, two, three)] == ["inactive", "active", "inactive"]
     assert "--limit node01:node03" in out.splitlines()[-1]  # the next command keeps the selection
 
+    code, out, err = gpulab("lab", "solve", "health-101", *reach[:-2], "--limit", "gpu:!node01:!node02")
+    assert (code, out.splitlines()) == (0, ["node03 (carol): solved", "health-101 solve: 1 host: 1 solved"]), err
+    assert [dcgm(n.state) for n in (one, two, three)] == ["inactive", "active", "active"]
+
     code, out, err = gpulab("lab", "start", "health-101", *reach, "--limit", "node09")
     assert code == 2 and out == ""
     assert err.strip() == f"gpulab: error: no host or group named node09 in {inventory} (--limit node09)"
