@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from assessor.cli.options import ssh_options, target_options
+from assessor.cli.options import cohort_options, ssh_options, target_options
 
 _DB_HELP = "Attempts database (default $GPULAB_DB, else $XDG_DATA_HOME/gpulab/attempts.db)."
 _CANDIDATE_HELP = "Whose attempt this is (default: the OS user)."
@@ -53,6 +53,44 @@ def _text(value: Any, style: str = "") -> Any:
     from assessor.neutralise import visible
 
     return Text(visible("" if value is None else value), style=style)
+
+
+def _cohort_of(
+    inventory: str | None,
+    target: str | None,
+    limit: str | None,
+    candidates_file: str | None,
+    candidate: str | None = None,
+) -> Any:
+    """The cohort when --inventory comes without --target (every selected host at once); None for one target."""
+    if not inventory or target:
+        if limit or candidates_file:
+            raise click.UsageError(
+                "--limit and --candidates select the hosts of a cohort: give --inventory FILE without --target"
+            )
+        return None
+    if candidate:
+        raise click.UsageError(
+            "--candidate names one person: a cohort's candidates come from each host's gpulab_candidate "
+            "in the inventory, or --candidates FILE"
+        )
+    from assessor.labs import cohort
+
+    return cohort.load(inventory, limit=limit, candidates_file=candidates_file)
+
+
+def _cohort_step(x: Any, action: str, group: Any, options: Any, forks: int, db: str | None = None) -> int:
+    """start, solve or reset over a cohort: a line per host, a tally; the exit code."""
+    from assessor.labs import cohort
+
+    if action == "start":
+        outcomes = cohort.start(x, group, options, db=db, forks=forks)
+    else:
+        outcomes = cohort.run_step(x, action, group, options, forks=forks)
+    for line in cohort.step_summary(action, group, outcomes):
+        click.echo(line)
+    click.echo(f"{x.id} {action}: {cohort.step_tally(action, outcomes)}")
+    return cohort.step_exit_code(outcomes)
 
 
 @click.group()
@@ -164,6 +202,7 @@ def lab_show(lab_id: str, as_json: bool) -> None:
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @ssh_options
+@cohort_options
 def lab_start(
     lab_id: str,
     target: str | None,
@@ -173,16 +212,31 @@ def lab_start(
     identity: str | None,
     known_hosts: str | None,
     accept_new_host_keys: bool,
+    limit: str | None,
+    forks: int,
+    candidates_file: str | None,
 ) -> None:
     """Set the node up for the lab (or break it, for troubleshooting labs) and start its clock.
 
     On a real node (ssh://host, or a host of --inventory) the lab's setup playbook runs through Ansible.
+    With --inventory and no --target: every host of the inventory (--limit selects some) at once, each the
+    node of its candidate (the host's gpulab_candidate, or --candidates FILE), one start recorded per host.
     """
     from assessor.labs import attempts, lifecycle
+    from assessor.labs.cohort import command
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
     options = target_options(identity, known_hosts, accept_new_host_keys)
+    ssh = {"identity": identity, "known_hosts": known_hosts}
+    group = _cohort_of(inventory, target, limit, candidates_file, candidate)
+    if group is not None:
+        code = _cohort_step(x, "start", group, options, forks, db)
+        grade = command(
+            "lab", "grade", x.id, inventory=inventory, limit=limit, candidates=candidates_file, **ssh, db=db
+        )
+        click.echo(f"grade the cohort with `{grade} --out gradebook`")
+        sys.exit(code)
     steps = lifecycle.start(x, target, options, inventory=inventory)
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
@@ -191,9 +245,13 @@ def lab_start(
         attempts.record_start(
             conn, candidate=who, lab_id=x.id, target=target or "design", lab_hash=x.digest, started_at=attempts.now()
         )
+    if x.is_design:
+        grade = command("lab", "grade", x.id, answer="FILE", candidate=candidate, db=db)
+    else:
+        grade = command("lab", "grade", x.id, inventory=inventory, target=target, **ssh, candidate=candidate, db=db)
     click.echo(
         f"{x.id} started for {who}: {x.time_limit_min} min from now; read it with `gpulab lab show {x.id}`, "
-        f"grade it with `gpulab lab grade {x.id} " + ("--answer FILE`" if x.is_design else f"--target {target}`")
+        f"grade it with `{grade}`"
     )
 
 
@@ -210,7 +268,15 @@ def lab_start(
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per captured command.")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Write each grade (gpulab.grade/1) to DIR/<host>.json: the gradebook `gpulab report cohort DIR` reads.",
+)
 @ssh_options
+@cohort_options
 def lab_grade(
     lab_id: str,
     target: str | None,
@@ -219,15 +285,21 @@ def lab_grade(
     candidate: str | None,
     db: str | None,
     timeout: float,
+    out: str | None,
     inventory: str | None,
     identity: str | None,
     known_hosts: str | None,
     accept_new_host_keys: bool,
+    limit: str | None,
+    forks: int,
+    candidates_file: str | None,
 ) -> None:
     """Grade the lab: each check with what was observed, points and partial credit, total, pass or not.
 
     Every grade is recorded in the attempts database. A grade after the time limit is marked late.
-    Exit 0 when the lab is passed, 1 when not, 2 for bad input.
+    With --inventory and no --target: every host of the inventory (--limit selects some) is captured at once
+    and graded for its candidate; --out DIR keeps the gradebook, --json prints it (a list of grades).
+    Exit 0 when the lab is passed (by every host), 1 when not, 2 for bad input, 3 when a host was unreachable.
     """
     import json
 
@@ -237,6 +309,20 @@ def lab_grade(
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
+    group = None if x.is_design else _cohort_of(inventory, target, limit, candidates_file, candidate)
+    if group is not None:
+        sys.exit(
+            _cohort_grade(
+                x,
+                group,
+                target_options(identity, known_hosts, accept_new_host_keys),
+                db=db,
+                forks=forks,
+                timeout=timeout,
+                out=out,
+                as_json=as_json,
+            )
+        )
     who = _candidate(candidate)
     if x.is_design:
         if not answer:
@@ -282,11 +368,38 @@ def lab_grade(
             passed=result.passed,
             checks=[s.to_json() for s in result.scores],
         )
+    if out:
+        from assessor.labs.cohort import CohortHost, HostGrade, write_gradebook
+
+        host = CohortHost(spec if inventory else (ident.host or who), spec, who, "option")
+        write_gradebook([HostGrade(host, "graded", result)], out)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         _print_grade(x, result)
     sys.exit(0 if result.passed else 1)
+
+
+def _cohort_grade(
+    x: Any, group: Any, options: Any, *, db: str | None, forks: int, timeout: float, out: str | None, as_json: bool
+) -> int:
+    """Grade every host of a cohort: a line per host (stderr with --json), the gradebook; the exit code."""
+    import json
+
+    from assessor.labs import cohort
+
+    grades = cohort.grade(x, group, options, db=db, forks=forks, timeout=timeout)
+    if out:
+        cohort.write_gradebook(grades, out)
+    for line in cohort.grade_summary(grades):
+        click.echo(line, err=as_json)
+    if as_json:
+        click.echo(json.dumps([g.grade.to_json() for g in grades if g.grade is not None], indent=2))
+    click.echo(f"{x.id} grade: {cohort.grade_tally(grades)}", err=as_json)
+    if out:
+        report = cohort.command("report", "cohort", out)
+        click.echo(f"gradebook: {out}; the cohort report: `{report}`", err=as_json)
+    return cohort.grade_exit_code(grades)
 
 
 def _print_grade(x: Any, g: Any) -> None:
@@ -345,6 +458,7 @@ def lab_hint(lab_id: str) -> None:
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
 @ssh_options
+@cohort_options
 def lab_solve(
     lab_id: str,
     target: str | None,
@@ -353,8 +467,14 @@ def lab_solve(
     identity: str | None,
     known_hosts: str | None,
     accept_new_host_keys: bool,
+    limit: str | None,
+    forks: int,
+    candidates_file: str | None,
 ) -> None:
-    """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %."""
+    """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %.
+
+    With --inventory and no --target: on every host of the inventory (--limit selects some) at once.
+    """
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
@@ -371,6 +491,9 @@ def lab_solve(
             click.echo(text, nl=False)
         return
     options = target_options(identity, known_hosts, accept_new_host_keys)
+    group = _cohort_of(inventory, target, limit, candidates_file)
+    if group is not None:
+        sys.exit(_cohort_step(x, "solve", group, options, forks))
     for line in lifecycle.solve(x, target, options, inventory=inventory):
         click.echo(line)
 
@@ -379,6 +502,7 @@ def lab_solve(
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
 @ssh_options
+@cohort_options
 def lab_reset(
     lab_id: str,
     target: str | None,
@@ -386,13 +510,23 @@ def lab_reset(
     identity: str | None,
     known_hosts: str | None,
     accept_new_host_keys: bool,
+    limit: str | None,
+    forks: int,
+    candidates_file: str | None,
 ) -> None:
-    """Restore the node to the lab's healthy fixture (a real node: the lab's reset playbook)."""
+    """Restore the node to the lab's healthy fixture (a real node: the lab's reset playbook).
+
+    With --inventory and no --target: every host of the inventory (--limit selects some) at once.
+    """
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
+    x = find_lab(lab_id)
     options = target_options(identity, known_hosts, accept_new_host_keys)
-    for line in lifecycle.reset(find_lab(lab_id), target, options, inventory=inventory):
+    group = _cohort_of(inventory, target, limit, candidates_file)
+    if group is not None:
+        sys.exit(_cohort_step(x, "reset", group, options, forks))
+    for line in lifecycle.reset(x, target, options, inventory=inventory):
         click.echo(line)
 
 

@@ -25,6 +25,18 @@ def _ssh() -> list[Any]:
     ]
 
 
+def _limit() -> Any:
+    return click.option(
+        "--limit", "-l", metavar="PATTERN", help="Hosts or groups of the inventory, as Ansible's --limit."
+    )
+
+
+def _forks() -> Any:
+    return click.option(
+        "--forks", type=click.IntRange(1, 1024), default=32, show_default=True, help="Targets handled at once."
+    )
+
+
 def _apply(f: Any, options: list[Any]) -> Any:
     for option in reversed(options):
         f = option(f)
@@ -34,6 +46,24 @@ def _apply(f: Any, options: list[Any]) -> Any:
 def ssh_options(f: Any) -> Any:
     """--inventory and how to reach an SSH node: for commands that name their --target themselves."""
     return _apply(f, [_inventory(), *_ssh()])
+
+
+def cohort_options(f: Any) -> Any:
+    """--limit, --forks and --candidates: a lab command over every selected host of --inventory (no --target)."""
+    return _apply(
+        f,
+        [
+            _limit(),
+            _forks(),
+            click.option(
+                "--candidates",
+                "candidates_file",
+                type=click.Path(dir_okay=False),
+                metavar="FILE",
+                help="Host -> candidate (YAML mapping or CSV host,candidate); else each host's gpulab_candidate.",
+            ),
+        ],
+    )
 
 
 def target_options(identity: str | None, known_hosts: str | None, accept_new_host_keys: bool) -> Any:
@@ -55,12 +85,8 @@ def reach_options(f: Any) -> Any:
             help="local, snapshot:DIR, mock:NAME, mock:FILE.json, ssh://[user@]host[:port] (repeatable).",
         ),
         _inventory(),
-        click.option(
-            "--limit", "-l", metavar="PATTERN", help="Hosts or groups of the inventory, as Ansible's --limit."
-        ),
-        click.option(
-            "--forks", type=click.IntRange(1, 1024), default=32, show_default=True, help="Targets handled at once."
-        ),
+        _limit(),
+        _forks(),
         click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds per command."),
         click.option(
             "--host-timeout", type=float, default=600.0, show_default=True, help="Seconds for one whole target."

@@ -6,8 +6,10 @@ with host keys checked as gpulab checks them.
 
 from __future__ import annotations
 
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +151,152 @@ def failed_task(events: Any) -> str | None:
             message = f"{message} (exit {res['rc']})" if message else f"exit {res['rc']}"
         return f"task '{data.get('task', '?')}': {message or 'failed'}"
     return None
+
+
+# ---- a cohort: one run over many hosts of an inventory ----------------------------------------
+
+
+@dataclass(frozen=True)
+class HostOutcome:
+    """What one step did on one host: ``ok``, ``failed`` (the failed task and its message) or ``unreachable``."""
+
+    host: str
+    status: str
+    message: str = ""
+
+
+def run_playbook_on_hosts(
+    lab: Lab,
+    action: str,
+    inventory: str,
+    hosts: Sequence[str],
+    options: TargetOptions | None = None,
+    *,
+    limit: str | None = None,
+    forks: int = 32,
+    extravars: Mapping[str, Any] | None = None,
+) -> dict[str, HostOutcome]:
+    """Run the lab's ``action`` playbook once over ``hosts`` of ``inventory`` with Ansible's ``forks``.
+
+    ``limit`` is the user's pattern (what selected ``hosts``); without one the host names are the limit.
+    Returns each host's outcome (ok, failed with the failed task and its message, unreachable with why), in
+    the order of ``hosts``: one host failing never stops the others. Exit 2 (InputError) when the lab has no
+    such playbook. Ansible runs as :func:`run_playbook` runs it: a private directory, quietly, host keys checked.
+    """
+    rel = lab.playbooks.get(action)
+    if rel is None:
+        raise InputError(
+            f"lab {lab.id} has no {action} playbook yet (scenario.playbooks.{action}): it cannot run on {inventory}"
+        )
+    playbook = lab.path / rel
+    if not playbook.is_file():
+        raise InputError(f"lab {lab.id}: {action} playbook {playbook} does not exist yet")
+    if not hosts:
+        return {}
+    import tempfile
+
+    import ansible_runner
+
+    options = options or TargetOptions()
+    envvars = _ansible_env(options)
+    if options.identity:
+        envvars["ANSIBLE_PRIVATE_KEY_FILE"] = str(Path(options.identity).expanduser())
+    envvars["ANSIBLE_SSH_COMMON_ARGS"] = ssh_common_args(options)
+    with tempfile.TemporaryDirectory(prefix="gpulab-ansible-") as private:
+        run = ansible_runner.run(
+            private_data_dir=private,
+            playbook=str(playbook),
+            inventory=str(Path(inventory).resolve()),
+            limit=limit or ",".join(hosts),
+            forks=max(1, forks),
+            extravars={"gpulab_lab": lab.id, **(extravars or {})},
+            envvars=envvars,
+            quiet=True,
+            suppress_env_files=True,
+        )
+        events = list(run.events)
+    return host_outcomes(events, hosts, rc=run.rc, status=str(run.status))
+
+
+def host_outcomes(
+    events: Iterable[Mapping[str, Any]], hosts: Sequence[str], *, rc: int, status: str
+) -> dict[str, HostOutcome]:
+    """Each host's outcome from ansible-runner's events: its first failure or unreachable task, else ok.
+
+    A host Ansible never got to (the run itself failed: a syntax error, ansible-playbook missing) is failed
+    with the run's status, never ok.
+    """
+    found: dict[str, HostOutcome] = {}
+    processed: set[str] = set()
+    for event in events:
+        kind = event.get("event")
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        if kind == "playbook_on_stats":
+            processed.update(data.get("processed") or {})
+            continue
+        if host is None or host in found or kind not in ("runner_on_failed", "runner_on_unreachable"):
+            continue
+        if data.get("ignore_errors"):
+            continue
+        if kind == "runner_on_unreachable":
+            res = data.get("res") or {}
+            found[host] = HostOutcome(host, "unreachable", unreachable_reason(str(res.get("msg") or "")))
+        else:
+            found[host] = HostOutcome(host, "failed", failed_task([event]) or "failed")
+    out = {}
+    for host in hosts:
+        if host in found:
+            out[host] = found[host]
+        elif host in processed:
+            out[host] = HostOutcome(host, "ok")
+        else:
+            why = "Ansible did not run on this host" + (f" (status {status}, rc {rc})" if rc != 0 else "")
+            out[host] = HostOutcome(host, "failed", why)
+    return out
+
+
+def unreachable_reason(message: str) -> str:
+    """What ssh said about an unreachable host, without Ansible's wrapping ("Task failed: Data could not...")."""
+    text = message.strip()
+    marker = "can be reached over ssh:"
+    if marker in text:
+        text = text.split(marker, 1)[1].strip()
+    for prefix in ("Task failed:", "Failed to connect to the host via ssh:"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :].strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "unreachable"
+
+
+def inventory_variable(path: str, name: str, limit: str | None = None) -> dict[str, Any]:
+    """Each host's value of the variable ``name`` (None where unset), hosts after ``limit``, in inventory order.
+
+    A ``limit`` part that matches nothing is an error naming it ("no host named node09 in inv.yml"), not
+    Ansible's warning on the terminal. Read the inventory with ``targets.inventory.load`` first: its errors
+    are reported as every command reports them.
+    """
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    from assessor.targets import inventory as inv
+
+    loader = DataLoader()
+    warnings: list[str] = []
+    with inv._collected_warnings(warnings):
+        manager = InventoryManager(loader=loader, sources=[path])
+        if limit:
+            manager.subset(limit)
+        hosts = manager.get_hosts("all")
+    for text in warnings:
+        unmatched = re.search(r"Could not match supplied host pattern, ignoring: (.+)", text)
+        if unmatched:
+            part = unmatched.group(1).strip()
+            if any(c in part for c in "*?[]~!&"):
+                raise InputError(f"nothing in {path} matches {part} (--limit {limit})")
+            raise InputError(f"no host or group named {part} in {path} (--limit {limit})")
+    if not hosts:
+        raise InputError(f"{path}: no hosts" + (f" matching --limit {limit}" if limit else ""))
+    variables = VariableManager(loader=loader, inventory=manager)
+    return {h.name: variables.get_vars(host=h, include_hostvars=False).get(name) for h in hosts}

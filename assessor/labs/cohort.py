@@ -1,0 +1,510 @@
+"""A lab over a cohort: every selected host of an inventory at once, one candidate per host.
+
+An instructor's inventory lists the candidates' nodes; ``gpulab lab start|grade|solve|reset ID -i INV``
+without ``--target`` acts on all of them (``--limit`` selects some). The playbooks run once over the whole
+selection with Ansible's forks; grading captures the hosts in a pool of threads. Each host's candidate is
+its inventory variable ``gpulab_candidate`` or a line of ``--candidates FILE``; without either, the host
+name stands for the candidate. One failing or unreachable host is reported for that host; the others finish.
+
+Planning the hosts, mapping candidates, summaries and file names are pure functions; :func:`run_step`
+and :func:`grade` do the work, and every write to the attempts database goes through :func:`_record_start`
+and :func:`_record_grade`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from assessor.errors import GpulabError, InputError
+from assessor.labs.drivers.ansible import HostOutcome
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from assessor.labs.grading import Grade
+    from assessor.labs.model import Lab
+    from assessor.targets import TargetOptions
+    from assessor.targets.inventory import InventoryHost
+
+CANDIDATE_VAR = "gpulab_candidate"
+_T = TypeVar("_T")
+# What a host came to after a step, by the step: a playbook step is ok, failed or unreachable.
+DONE = {"start": "ready", "solve": "solved", "reset": "reset"}
+EXIT_OK, EXIT_FAILED, EXIT_UNREACHABLE = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class CohortHost:
+    """One host of the cohort: its inventory name, how gpulab reaches it, whose node it is."""
+
+    name: str
+    target: str  # ssh://..., or the host's gpulab_target (mock:FILE.json)
+    candidate: str
+    candidate_from: str  # "inventory", "file" or "host name"
+
+    @property
+    def by_ansible(self) -> bool:
+        """Playbooks reach the host over SSH; other targets (a simulated node's file) change by their driver."""
+        return self.target.startswith("ssh://")
+
+
+@dataclass(frozen=True)
+class Cohort:
+    inventory: str
+    limit: str | None
+    hosts: tuple[CohortHost, ...]
+
+
+@dataclass(frozen=True)
+class HostGrade:
+    """One host's grade, or why there is none (``failed``: the capture broke; ``unreachable``)."""
+
+    host: CohortHost
+    status: str  # "graded", "failed" or "unreachable"
+    grade: Grade | None = None
+    message: str = ""
+
+
+# ---- planning --------------------------------------------------------------------------------
+
+
+def read_candidates(path: str) -> dict[str, str]:
+    """A host -> candidate file: YAML (a mapping ``node01: alice``) or CSV (``host,candidate`` rows, a header
+    row allowed). Errors name the file and line."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: candidates file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if file.suffix.lower() == ".csv":
+        return parse_candidates_csv(text, path)
+    return parse_candidates_yaml(text, path)
+
+
+def parse_candidates_csv(text: str, source: str) -> dict[str, str]:
+    """``host,candidate`` rows; blank lines and ``#`` comments skipped; a first row ``host,candidate`` is a header."""
+    import csv
+
+    out: dict[str, str] = {}
+    first = True
+    for number, row in enumerate(csv.reader(text.splitlines()), 1):
+        cells = [c.strip() for c in row]
+        if not any(cells) or cells[0].startswith("#"):
+            continue
+        if first and [c.lower() for c in cells] == ["host", "candidate"]:
+            first = False
+            continue
+        first = False
+        if len(cells) != 2 or not cells[0] or not cells[1]:
+            raise InputError(f"{source}:{number}: expected `host,candidate`, got {','.join(cells)!r}")
+        _add(out, cells[0], cells[1], f"{source}:{number}")
+    return out
+
+
+def parse_candidates_yaml(text: str, source: str) -> dict[str, str]:
+    """A YAML mapping of inventory host -> candidate name."""
+    from assessor import yamlio
+
+    located = yamlio.load(source, text=text)
+    if located.data is None:
+        return {}
+    if not isinstance(located.data, dict):
+        raise located.error((), "expected a mapping of inventory host to candidate (node01: alice)")
+    out: dict[str, str] = {}
+    for host, who in located.data.items():
+        if not isinstance(who, str | int) or isinstance(who, bool) or not str(who).strip():
+            raise located.error((host,), f"the candidate of {host} must be a name, got {who!r}")
+        line = located.line((host,))
+        _add(out, str(host), str(who).strip(), f"{source}:{line}" if line else source)
+    return out
+
+
+def _add(out: dict[str, str], host: str, who: str, where: str) -> None:
+    if host in out:
+        raise InputError(f"{where}: host {host} is listed twice")
+    out[host] = who
+
+
+def plan(
+    hosts: Sequence[InventoryHost],
+    inventory_candidates: Mapping[str, Any],
+    file_candidates: Mapping[str, str] | None,
+    *,
+    inventory: str,
+    limit: str | None = None,
+    all_hosts: Sequence[str] | None = None,
+) -> Cohort:
+    """The cohort: ``hosts`` (the inventory after ``--limit``) with their candidates.
+
+    A candidate comes from the candidates file, else the host's ``gpulab_candidate``, else the host name.
+    A file naming a host the inventory does not have is an error ("no host named node09 in inv.yml");
+    ``all_hosts`` are all of the inventory's hosts (the file may list hosts ``--limit`` left out). Two hosts
+    of one candidate are an error: the time limit and the grade belong to one node.
+    """
+    everyone = set(all_hosts if all_hosts is not None else [h.name for h in hosts])
+    for name in file_candidates or {}:
+        if name not in everyone:
+            raise InputError(f"no host named {name} in {inventory} (candidates file)")
+    out = []
+    for host in hosts:
+        if file_candidates and host.name in file_candidates:
+            who, source = file_candidates[host.name], "file"
+        elif inventory_candidates.get(host.name) not in (None, ""):
+            who, source = str(inventory_candidates[host.name]).strip(), "inventory"
+        else:
+            who, source = host.name, "host name"
+        out.append(CohortHost(host.name, host.target, who, source))
+    seen: dict[str, str] = {}
+    for h in out:
+        if h.candidate in seen:
+            raise InputError(
+                f"candidate {h.candidate} is on {seen[h.candidate]} and {h.name} in {inventory}: "
+                "a cohort gives each candidate one host"
+            )
+        seen[h.candidate] = h.name
+    return Cohort(inventory, limit, tuple(out))
+
+
+def load(inventory: str, *, limit: str | None = None, candidates_file: str | None = None) -> Cohort:
+    """Read the inventory (after ``limit``) and the candidates into a :class:`Cohort`."""
+    from assessor.labs.drivers.ansible import inventory_variable
+    from assessor.targets import inventory as inv
+
+    everyone = inv.load(inventory)  # the inventory's own errors, as every other command reports them
+    selected = inventory_variable(inventory, CANDIDATE_VAR, limit)
+    hosts = [h for h in everyone if h.name in selected]
+    candidates = read_candidates(candidates_file) if candidates_file else None
+    return plan(hosts, selected, candidates, inventory=inventory, limit=limit, all_hosts=[h.name for h in everyone])
+
+
+def check_lab(lab: Lab, cohort: Cohort, action: str) -> None:
+    """Refuse, before anything runs, a lab a cohort cannot do: a design lab, a simulator-only lab on SSH hosts."""
+    if lab.is_design:
+        raise InputError(
+            f"{lab.id} is a design lab: it has no node to {action}; each candidate grades an answer file "
+            f"(`gpulab lab grade {lab.id} --answer FILE`)"
+        )
+    if "real" not in lab.runs_on and any(h.by_ansible for h in cohort.hosts):
+        raise InputError(
+            f"lab {lab.id} runs on the simulator only (it injects what real hardware can't safely): "
+            f"the hosts of {cohort.inventory} are real nodes"
+        )
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+def run_step(
+    lab: Lab,
+    action: str,
+    cohort: Cohort,
+    options: TargetOptions | None = None,
+    *,
+    forks: int = 32,
+    extravars: Mapping[str, Any] | None = None,
+) -> dict[str, HostOutcome]:
+    """``start``, ``solve`` or ``reset`` on every host of the cohort; each host's outcome, in cohort order.
+
+    SSH hosts: the lab's playbook, one Ansible run over all of them. Other hosts (a simulated node's file
+    named by ``gpulab_target``): the simulator's driver, ``forks`` at a time.
+    """
+    from assessor.labs import lifecycle
+
+    check_lab(lab, cohort, action)
+    by_ansible = [h.name for h in cohort.hosts if h.by_ansible]
+    others = [h for h in cohort.hosts if not h.by_ansible]
+    outcomes: dict[str, HostOutcome] = {}
+    if by_ansible:
+        from assessor.labs.drivers.ansible import run_playbook_on_hosts
+
+        # the user's pattern selected exactly these hosts unless some are reached otherwise
+        limit = cohort.limit if not others else None
+        outcomes.update(
+            run_playbook_on_hosts(
+                lab,
+                lifecycle.PLAYBOOKS[action],
+                cohort.inventory,
+                by_ansible,
+                options,
+                limit=limit,
+                forks=forks,
+                extravars=extravars,
+            )
+        )
+    step = {"start": lifecycle.start, "solve": lifecycle.solve, "reset": lifecycle.reset}[action]
+
+    def one(host: CohortHost) -> HostOutcome:
+        try:
+            step(lab, host.target, options)
+        except GpulabError as exc:
+            return HostOutcome(host.name, "failed", str(exc))
+        return HostOutcome(host.name, "ok")
+
+    outcomes.update({o.host: o for o in _pooled(one, others, forks, _crashed)})
+    return {h.name: outcomes[h.name] for h in cohort.hosts}
+
+
+def start(
+    lab: Lab,
+    cohort: Cohort,
+    options: TargetOptions | None = None,
+    *,
+    db: str | None = None,
+    forks: int = 32,
+    extravars: Mapping[str, Any] | None = None,
+) -> dict[str, HostOutcome]:
+    """Set every host up for the lab and record one start per host that is ready (its candidate's clock)."""
+    from assessor.labs import attempts
+
+    outcomes = run_step(lab, "start", cohort, options, forks=forks, extravars=extravars)
+    ready = [h for h in cohort.hosts if outcomes[h.name].status == "ok"]
+    if ready:
+        with attempts.opened(db) as conn:
+            for host in ready:
+                _record_start(conn, lab, host, attempts.now())
+    return outcomes
+
+
+def grade(
+    lab: Lab,
+    cohort: Cohort,
+    options: TargetOptions | None = None,
+    *,
+    db: str | None = None,
+    forks: int = 32,
+    timeout: float = 120.0,
+) -> list[HostGrade]:
+    """Capture every host (``forks`` at a time), grade each against its candidate's start, record each grade.
+
+    Grades are in cohort order; a host that could not be captured has none and says why.
+    """
+    from assessor.labs import attempts, grading
+    from assessor.labs import capture as labcapture
+    from assessor.targets.ssh_connection import HostError
+
+    check_lab(lab, cohort, "grade")
+
+    def capture(host: CohortHost) -> tuple[CohortHost, Any, str, str]:
+        try:
+            facts = labcapture.capture_facts(
+                lab, host.name, timeout=timeout, options=options, inventory=cohort.inventory
+            )
+        except HostError as exc:
+            return host, None, "unreachable", str(exc).removeprefix("unreachable: ")
+        except GpulabError as exc:
+            return host, None, "failed", str(exc)
+        return host, facts, "graded", ""
+
+    def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, str, str]:
+        return host, None, "failed", f"internal error: {type(exc).__name__}: {exc}"
+
+    captured = _pooled(capture, list(cohort.hosts), forks, crashed)
+    out: list[HostGrade] = []
+    with attempts.opened(db) as conn:
+        for host, facts, status, message in captured:
+            if facts is None:
+                out.append(HostGrade(host, status, None, message))
+                continue
+            started = attempts.last_start(conn, host.candidate, lab.id)
+            now = attempts.now()
+            result = grading.grade_facts(lab, facts, graded_at=now, started_at=started)
+            ident = labcapture.identity(facts)
+            result.extras.update(
+                {"candidate": host.candidate, "target": host.name, "host": ident.host, "lab_sha256": lab.digest}
+            )
+            _record_grade(conn, lab, host, result, ident, now, started)
+            out.append(HostGrade(host, "graded", result))
+    return out
+
+
+def _record_start(conn: sqlite3.Connection, lab: Lab, host: CohortHost, when: dt.datetime) -> None:
+    """One recorded start for the host's candidate (the single place a cohort writes a start)."""
+    from assessor.labs import attempts
+
+    attempts.record_start(
+        conn, candidate=host.candidate, lab_id=lab.id, target=host.name, lab_hash=lab.digest, started_at=when
+    )
+
+
+def _record_grade(
+    conn: sqlite3.Connection,
+    lab: Lab,
+    host: CohortHost,
+    result: Grade,
+    ident: Any,
+    when: dt.datetime,
+    started: dt.datetime | None,
+) -> None:
+    """One recorded attempt for the host's candidate (the single place a cohort writes a grade)."""
+    from assessor.labs import attempts
+
+    attempts.record_attempt(
+        conn,
+        candidate=host.candidate,
+        lab_id=lab.id,
+        lab_domain=lab.domain,
+        lab_level=lab.level,
+        lab_hash=lab.digest,
+        target=host.name,
+        identity=ident,
+        graded_at=when,
+        started_at=started,
+        late=result.late,
+        percent=result.percent,
+        points=result.points,
+        max_points=result.max_points,
+        passed=result.passed,
+        checks=[s.to_json() for s in result.scores],
+    )
+
+
+def _crashed(host: CohortHost, exc: BaseException) -> HostOutcome:
+    return HostOutcome(host.name, "failed", f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _pooled(
+    work: Callable[[CohortHost], _T],
+    hosts: list[CohortHost],
+    forks: int,
+    crashed: Callable[[CohortHost, BaseException], _T],
+) -> list[_T]:
+    """``work`` over ``hosts`` with ``forks`` threads, results in host order; a host whose work raised gets
+    ``crashed(host, exc)`` so one host's bug never loses the others' results."""
+    if not hosts:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts))), thread_name_prefix="gpulab-cohort") as pool:
+        futures = [pool.submit(work, h) for h in hosts]
+        out = []
+        for host, future in zip(hosts, futures, strict=True):
+            try:
+                out.append(future.result())
+            except Exception as exc:  # one host's failure is that host's
+                out.append(crashed(host, exc))
+    return out
+
+
+# ---- what the user sees ----------------------------------------------------------------------
+
+
+def step_summary(action: str, cohort: Cohort, outcomes: Mapping[str, HostOutcome]) -> list[str]:
+    """One line per host: ``node01 (alice): ready``, ``node03 (carol): unreachable: connection refused``."""
+    from assessor.neutralise import visible
+
+    lines = []
+    for host in cohort.hosts:
+        o = outcomes[host.name]
+        word = DONE.get(action, "done") if o.status == "ok" else o.status
+        lines.append(visible(f"{host.name} ({host.candidate}): {word}" + (f": {o.message}" if o.message else "")))
+    return lines
+
+
+def step_tally(action: str, outcomes: Mapping[str, HostOutcome]) -> str:
+    """``8 hosts: 7 ready, 1 unreachable``."""
+    counts = {s: sum(1 for o in outcomes.values() if o.status == s) for s in ("ok", "failed", "unreachable")}
+    parts = [f"{counts['ok']} {DONE.get(action, 'done')}"] + [
+        f"{counts[s]} {s}" for s in ("failed", "unreachable") if counts[s]
+    ]
+    return f"{len(outcomes)} host{'s' if len(outcomes) != 1 else ''}: " + ", ".join(parts)
+
+
+def grade_summary(grades: Sequence[HostGrade]) -> list[str]:
+    """One line per host: the score and verdict of its candidate, or why it has none."""
+    from assessor.neutralise import visible
+
+    lines = []
+    for g in grades:
+        who = f"{g.host.name} ({g.host.candidate})"
+        if g.grade is None:
+            lines.append(visible(f"{who}: {g.status}: {g.message}"))
+            continue
+        r = g.grade
+        verdict = "PASSED" if r.passed else "NOT PASSED"
+        late = ", late" if r.late else ("" if r.started_at else ", no start recorded")
+        lines.append(visible(f"{who}: {r.points:g}/{r.max_points:g} ({r.percent:g} %) {verdict}{late}"))
+    return lines
+
+
+def grade_tally(grades: Sequence[HostGrade]) -> str:
+    """``8 hosts: 5 passed, 2 not passed, 1 not graded``."""
+    graded = [g.grade for g in grades if g.grade is not None]
+    passed = sum(1 for r in graded if r.passed)
+    parts = [f"{passed} passed", f"{len(graded) - passed} not passed"]
+    if len(graded) < len(grades):
+        parts.append(f"{len(grades) - len(graded)} not graded")
+    return f"{len(grades)} host{'s' if len(grades) != 1 else ''}: " + ", ".join(parts)
+
+
+def step_exit_code(outcomes: Mapping[str, HostOutcome]) -> int:
+    """3 when a host was unreachable, else 1 when one failed, else 0 (as `gpulab assess`)."""
+    statuses = {o.status for o in outcomes.values()}
+    if "unreachable" in statuses:
+        return EXIT_UNREACHABLE
+    return EXIT_FAILED if "failed" in statuses else EXIT_OK
+
+
+def grade_exit_code(grades: Sequence[HostGrade]) -> int:
+    """3 when a host was unreachable, else 1 when one could not be graded or did not pass, else 0."""
+    if any(g.status == "unreachable" for g in grades):
+        return EXIT_UNREACHABLE
+    return EXIT_OK if all(g.grade is not None and g.grade.passed for g in grades) else EXIT_FAILED
+
+
+def gradebook_names(hosts: Sequence[str]) -> dict[str, str]:
+    """A file name per host for the gradebook directory: the host name made safe (no path separators, no
+    leading dot), unique even where two names become the same."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for host in hosts:
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", host).lstrip(".") or "host"
+        name, n = f"{stem}.json", 2
+        while name in used:
+            name, n = f"{stem}-{n}.json", n + 1
+        used.add(name)
+        out[host] = name
+    return out
+
+
+def write_gradebook(grades: Sequence[HostGrade], out: str) -> list[Path]:
+    """Each graded host's gpulab.grade/1 document as ``OUT/<host>.json`` (what `gpulab report cohort OUT` reads)."""
+    import json
+
+    directory = Path(out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create the gradebook directory: {exc.strerror or exc}") from None
+    names = gradebook_names([g.host.name for g in grades])
+    written = []
+    for g in grades:
+        if g.grade is None:
+            continue
+        path = directory / names[g.host.name]
+        if path.is_symlink():  # a link planted in the directory must not redirect the write
+            path.unlink()
+        path.write_text(json.dumps(g.grade.to_json(), indent=2) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def command(*words: str | None, **options: str | bool | None) -> str:
+    """A complete gpulab command line, quoted for a POSIX shell: ``command("lab", "grade", "mig-301",
+    inventory="inv.yml", target="node01")`` -> ``gpulab lab grade mig-301 --inventory inv.yml --target node01``.
+
+    Options that are None or False are left out; True is a flag.
+    """
+    parts = ["gpulab", *(w for w in words if w)]
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        parts += [flag] if value is True else [flag, str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
