@@ -281,7 +281,7 @@ class NcclRun:
         return len(self.devices)
 
     def peak_busbw(self) -> float | None:
-        """busbw at the largest message size (the number to compare, see THRESHOLDS.md)."""
+        """busbw at the largest message size (the number to compare, see docs/REFERENCES.md)."""
         if not self.rows:
             return None
         last = max(self.rows, key=lambda r: r.size_bytes)

@@ -1,4 +1,4 @@
-"""Readiness profiles: YAML lists of checks with parameters (see DESIGN.md, Profiles)."""
+"""Readiness profiles: YAML lists of checks with parameters (docs/CONTRACTS.md, Profiles)."""
 
 from __future__ import annotations
 

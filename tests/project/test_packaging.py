@@ -1,4 +1,4 @@
-"""The wheel carries what gpulab needs outside the checkout (DESIGN.md, Layout)."""
+"""The wheel carries what gpulab needs outside the checkout (docs/CONTRACTS.md and docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

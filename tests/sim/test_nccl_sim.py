@@ -1,5 +1,5 @@
 """The simulated nccl-tests: the real table, NCCL_DEBUG=INFO lines, and a bandwidth model calibrated to
-THRESHOLDS.md."""
+the reference numbers (docs/REFERENCES.md)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def peak(run: NcclRun) -> float:
 
 @pytest.mark.parametrize(
     ("fixture", "low", "high"),
-    [("hgx-h100", 460, 490), ("dgx-a100", 228, 240), ("hgx-h200", 431, 490)],  # THRESHOLDS.md / profiles
+    [("hgx-h100", 460, 490), ("dgx-a100", 228, 240), ("hgx-h200", 431, 490)],  # docs/REFERENCES.md / profiles
 )
 def test_all_reduce_peak_meets_the_profile_threshold(fixture: str, low: float, high: float) -> None:
     run = nccl(load_fixture(fixture), *CAPTURE)

@@ -8,7 +8,7 @@ between the rank list and the table, as in ``corpus/nccl_debug/``: the NCCL vers
 chose (``NET/IB : Using ...`` or ``NET/IB : No device found.`` then ``Using network Socket``), ring
 channels and their P2P transport, and NVLS on Hopper NVSwitch systems.
 
-Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to THRESHOLDS.md and the
+Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to the reference numbers (docs/REFERENCES.md) and the
 8x A100 run in the corpus: a fixed launch latency plus a bandwidth that ramps up with the message
 size (:func:`efficiency`) to the node's peak. The numbers are deterministic: the only variation is a
 small per-row jitter seeded by the host name.
@@ -29,7 +29,7 @@ from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
 # Peak all_reduce busbw (GB/s) at large sizes, one node, by GPU family, when the state does not say.
-# THRESHOLDS.md: 8x A100 NV12 ~232 (corpus/nccl_tests/02), 8x H100/H200 with NVLS ~480, ring ~370.
+# docs/REFERENCES.md: 8x A100 NV12 ~232 (corpus/nccl_tests/02), 8x H100/H200 with NVLS ~480, ring ~370.
 _PEAK_NVLS = {"H100": 480.0, "H200": 480.0, "H800": 480.0}
 _PEAK_RING = {"A100": 232.0, "A800": 232.0, "H100": 370.0, "H200": 370.0, "H800": 370.0}
 _RING_OVER_NVLS = 370.0 / 480.0  # NVIDIA/nccl-tests#212: the same node without NVLS

@@ -1,4 +1,4 @@
-"""design.staffing: a team against CURRICULUM.md's team profiles and salary bands."""
+"""design.staffing: a team against the team profiles and salary bands of docs/LEVELS.md."""
 
 from __future__ import annotations
 
