@@ -88,7 +88,7 @@ PROFILES: dict[str, TeamProfile] = {
     ),
 }
 
-# CURRICULUM.md, "Typical salary bands by level", thousands of USD per year.
+# Typical salary bands by level, thousands of USD per year (docs/LEVELS.md, "Salary bands and team costs").
 SALARY_BANDS_K: dict[int, tuple[int, int]] = {1: (75, 95), 2: (95, 125), 3: (125, 175), 4: (175, 250), 5: (250, 400)}
 
 ROLES: tuple[str, ...] = tuple(dict.fromkeys(need.role for p in PROFILES.values() for need in p.roles))
