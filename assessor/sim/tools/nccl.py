@@ -8,10 +8,10 @@ between the rank list and the table, as in ``corpus/nccl_debug/``: the NCCL vers
 chose (``NET/IB : Using ...`` or ``NET/IB : No device found.`` then ``Using network Socket``), ring
 channels and their P2P transport, and NVLS on Hopper NVSwitch systems.
 
-Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to the reference numbers (docs/REFERENCES.md) and the
-8x A100 run in the corpus: a fixed launch latency plus a bandwidth that ramps up with the message
-size (:func:`efficiency`) to the node's peak. The numbers are deterministic: the only variation is a
-small per-row jitter seeded by the host name.
+Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to the reference numbers
+(docs/REFERENCES.md) and the 8x A100 run in the corpus: a fixed launch latency plus a bandwidth that
+ramps up with the message size (:func:`efficiency`) to the node's peak. The numbers are deterministic:
+the only variation is a small per-row jitter seeded by the host name.
 """
 
 from __future__ import annotations
