@@ -4,6 +4,10 @@ The script is built from fixed argv lists, each argument quoted. It keeps each c
 in a temporary directory and sends it all at the end as one base64 tar (or, without tar, a record
 per command: marker line, base64 stdout, base64 stderr) that :func:`parse_records` reads back.
 Pure functions: no network here.
+
+The tar comes from a node gpulab does not control: it is read as a plain tar (never decompressed,
+so a small compressed archive cannot unpack into gigabytes), only regular members are read, and
+their sizes together must stay within the reply limit. Anything else is a :attr:`Records.problem`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from assessor.capture.run import Command, Outcome
 
 MARKER = "@@gpulab-record@@"
 STDERR_LIMIT = 4000
+DEFAULT_MAX_REPLY = 256 * 1024 * 1024  # bytes one node may send back (--max-reply)
 
 # Runs one attempt. Prints a record; returns 0 when the attempt is usable (exit 0 or some
 # output), so `||` moves on to the next alternative only when this one was refused.
@@ -83,9 +88,10 @@ def script(commands: Sequence[Command], timeout: float) -> str:
 class Records:
     """Outcomes read back from the script's output, replayable as a capture Runner."""
 
-    def __init__(self, outcomes: dict[tuple[str, ...], Outcome], complete: bool) -> None:
+    def __init__(self, outcomes: dict[tuple[str, ...], Outcome], complete: bool, problem: str | None = None) -> None:
         self.outcomes = outcomes
         self.complete = complete  # the END marker arrived: nothing was cut off
+        self.problem = problem  # the reply was malformed or over the limit: an error for the host
 
     def __call__(self, argv: Sequence[str], timeout: float) -> Outcome:
         found = self.outcomes.get(tuple(argv))
@@ -95,12 +101,19 @@ class Records:
         return Outcome(None, "", "not run", 0.0, missing=True)
 
 
-def parse_records(output: str, commands: Sequence[Command], timeout: float) -> Records:
+class ReplyRefused(Exception):
+    """The node's tar is not one gpulab reads: compressed, malformed, or unpacking beyond the limit."""
+
+
+def parse_records(
+    output: str, commands: Sequence[Command], timeout: float, max_reply: int = DEFAULT_MAX_REPLY
+) -> Records:
     """Read the script's output back into outcomes keyed by argv."""
     by_file = {c.file: c for c in commands}
     entries: list[tuple[str, str, str, str, str, bytes, bytes]] = []
     lines = output.split("\n")
     complete = False
+    problem = None
     i = 0
     try:
         while i < len(lines):
@@ -111,7 +124,7 @@ def parse_records(output: str, commands: Sequence[Command], timeout: float) -> R
                 complete = True
                 break
             elif fields[1:2] == ["TAR"]:
-                entries.extend(_from_tar(base64.b64decode(lines[i + 1], validate=True)))
+                entries.extend(_from_tar(base64.b64decode(lines[i + 1], validate=True), max_reply))
                 i += 2
             elif len(fields) == 6:
                 raw_out, raw_err = (base64.b64decode(lines[i + k], validate=True) for k in (1, 2))
@@ -120,6 +133,8 @@ def parse_records(output: str, commands: Sequence[Command], timeout: float) -> R
                 i += 3
             else:
                 break
+    except ReplyRefused as exc:
+        complete, problem = False, str(exc)
     except (IndexError, ValueError, binascii.Error, tarfile.TarError):
         complete = False  # a cut-off transfer: what came before stands
     outcomes: dict[tuple[str, ...], Outcome] = {}
@@ -140,18 +155,35 @@ def parse_records(output: str, commands: Sequence[Command], timeout: float) -> R
         else:
             outcome = Outcome(code, stdout, stderr, duration)
         outcomes[tuple(argv)] = outcome
-    return Records(outcomes, complete)
+    return Records(outcomes, complete, problem)
 
 
-def _from_tar(data: bytes) -> list[tuple[str, str, str, str, str, bytes, bytes]]:
-    """(file, attempt, rc, t0, t1, stdout, stderr) per command from the script's tar of outputs."""
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+def _from_tar(data: bytes, max_reply: int = DEFAULT_MAX_REPLY) -> list[tuple[str, str, str, str, str, bytes, bytes]]:
+    """(file, attempt, rc, t0, t1, stdout, stderr) per command from the script's tar of outputs.
+
+    ReplyRefused when the data is not a plain tar or its members add up to more than ``max_reply``.
+    """
+    try:
+        # "r:": plain tar only, never decompressed; closed by the with below
+        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # noqa: SIM115
+    except tarfile.TarError:
+        raise ReplyRefused(f"the node's reply is not a plain tar ({_looks_like(data)}): capture refused") from None
+    with tar:
+        try:
+            listed = tar.getmembers()
+        except tarfile.TarError as exc:
+            raise ReplyRefused(f"the node's reply is a malformed tar ({exc}): capture refused") from None
+        members = {m.name.removeprefix("./"): m for m in listed if m.isreg() and not m.issparse()}
+        if sum(m.size for m in members.values()) > max_reply:
+            raise ReplyRefused(
+                f"the node's reply unpacks to more than the reply limit of {size_words(max_reply)} (--max-reply): "
+                "capture refused"
+            )
 
         def read(name: str) -> bytes:
             member = members.get(name)
             handle = tar.extractfile(member) if member is not None else None
-            return handle.read() if handle is not None else b""
+            return handle.read(max_reply) if handle is not None else b""
 
         out = []
         for line in read("index").decode("utf-8", "replace").splitlines():
@@ -160,3 +192,18 @@ def _from_tar(data: bytes) -> list[tuple[str, str, str, str, str, bytes, bytes]]
                 n = fields[0]
                 out.append((fields[1], fields[2], fields[3], fields[4], fields[5], read(f"{n}.o"), read(f"{n}.e")))
         return out
+
+
+def _looks_like(data: bytes) -> str:
+    for magic, name in ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")):
+        if data.startswith(magic):
+            return f"{name}-compressed data, which gpulab never unpacks"
+    return "unreadable header"
+
+
+def size_words(n: int) -> str:
+    """A byte count as a person writes it: 256 MiB, 8 KiB, 100 bytes."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"

@@ -65,6 +65,14 @@ def reach_options(f: Any) -> Any:
         click.option(
             "--host-timeout", type=float, default=600.0, show_default=True, help="Seconds for one whole target."
         ),
+        click.option(
+            "--max-reply",
+            type=click.IntRange(1024),
+            default=256 * 1024 * 1024,
+            show_default=True,
+            metavar="BYTES",
+            help="Bytes one SSH node may send back; a longer reply is an error for that host.",
+        ),
         *_ssh(),
     ]
 
@@ -86,6 +94,7 @@ class Reach:
     forks: int
     timeout: float
     host_timeout: float
+    max_reply: int
     accept_new_host_keys: bool
     identity: str | None
     known_hosts: str | None
@@ -106,8 +115,16 @@ class Reach:
             identity=self.identity,
             known_hosts=self.known_hosts,
             host_timeout=self.host_timeout,
+            max_reply=self.max_reply,
         )
-        jobs = [Job(spec, open_target(spec, options)) for spec in targets]
+        jobs = []
+        for spec in targets:
+            # snapshot:DIR of host snapshots (capture.yml, capture -i, assess --out): one job per host
+            fleet = _snapshot_fleet(spec)
+            if fleet:
+                jobs += [Job(sub.name, open_target(f"snapshot:{sub}", options, name=sub.name)) for sub in fleet]
+            else:
+                jobs.append(Job(spec, open_target(spec, options)))
         if self.inventory:
             from assessor.targets import inventory as inv
 
@@ -115,6 +132,14 @@ class Reach:
                 ssh = host.ssh if host.target.startswith("ssh://") else None
                 jobs.append(Job(host.name, open_target(host.target, options, name=host.name, ssh=ssh)))
         return jobs
+
+
+def _snapshot_fleet(spec: str) -> list[Any]:
+    if not spec.startswith("snapshot:"):
+        return []
+    from assessor.capture.snapshot import host_snapshots
+
+    return host_snapshots(spec.removeprefix("snapshot:"))
 
 
 def active_tests(text: str) -> tuple[str, ...]:

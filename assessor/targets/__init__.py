@@ -33,6 +33,7 @@ class TargetOptions:
     known_hosts: str | None = None
     connect_timeout: float = 10.0
     host_timeout: float = 600.0
+    max_reply: int = 256 * 1024 * 1024  # bytes one node may send back (--max-reply)
 
 
 @dataclass(frozen=True)
