@@ -71,10 +71,30 @@ gl_timeout=$(command -v timeout)
 SHELL = "if command -v bash >/dev/null 2>&1; then exec bash -s; else exec sh -s; fi"
 
 
-def script(commands: Sequence[Command], timeout: float) -> str:
-    """The POSIX sh script that captures ``commands`` with a per-command time limit."""
+# The NVML collector runs where the node's python3 has nvidia-ml-py: the script writes the collector
+# (generated from assessor/capture/nvml.py, nothing installed) to its temporary directory and runs it
+# with this fixed argv; without python3 or pynvml the record says so and grading uses nvidia-smi.
+NVML_ARGV = ("python3", "-c", "import os, runpy; runpy.run_path(os.environ['GPULAB_NVML'], run_name='__main__')")
+NVML_COMMAND = Command("nvml.json", (NVML_ARGV,))
+_NVML_END = "GPULAB_NVML_COLLECTOR_END"
+
+
+def script(commands: Sequence[Command], timeout: float, *, nvml: bool = False) -> str:
+    """The POSIX sh script that captures ``commands`` with a per-command time limit.
+
+    With ``nvml``, it also runs the NVML collector (:data:`NVML_COMMAND`) in the same round trip.
+    """
     limit = f"{max(1, round(timeout))}s"
     lines = ["set +e", _PRELUDE.strip()]
+    if nvml:
+        from assessor.capture.nvml import standalone_script
+
+        collector = standalone_script()
+        if f"\n{_NVML_END}\n" in f"\n{collector}\n":
+            raise RuntimeError("the NVML collector's source holds the heredoc delimiter")
+        lines.append(f"cat >\"$gl_dir/nvml.py\" <<'{_NVML_END}'\n{collector}\n{_NVML_END}")
+        lines.append('GPULAB_NVML="$gl_dir/nvml.py"; export GPULAB_NVML')
+        commands = [*commands, NVML_COMMAND]
     for command in commands:
         attempts = [
             f"gl_run {shlex.quote(command.file)} {i} {limit} {shlex.join(argv)}" for i, argv in enumerate(command.argvs)

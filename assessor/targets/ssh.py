@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from assessor.capture.snapshot import Snapshot
+from assessor.capture.run import NVML_FILE
+from assessor.capture.snapshot import Snapshot, Source
 from assessor.errors import InputError
 from assessor.targets.ssh_connection import HostError, SshParams
 
@@ -58,10 +59,11 @@ class SshTarget:
         commands = list(COMMANDS) + [active_command(spec) for spec in active]
         client = connect(self.params)
         try:
-            output = run_script(client, batch.script(commands, timeout), self.params, batch.SHELL, deadline)
+            text = batch.script(commands, timeout, nvml=True)
+            output = run_script(client, text, self.params, batch.SHELL, deadline)
         finally:
             client.close()
-        records = batch.parse_records(output, commands, timeout, self.params.max_reply)
+        records = batch.parse_records(output, [*commands, batch.NVML_COMMAND], timeout, self.params.max_reply)
         if records.problem:
             raise HostError(f"{self.params.address}: {records.problem}")
         if not records.complete:
@@ -69,4 +71,19 @@ class SshTarget:
                 f"connection to {self.params.address} dropped mid-capture "
                 f"({len(records.outcomes)} of {len(commands)} commands finished)"
             )
-        return capture(records, host=self.name, timeout=timeout, active=active)
+        snap = capture(records, host=self.name, timeout=timeout, active=active)
+        snap.sources[NVML_FILE] = nvml_over_ssh(records, timeout)
+        return snap
+
+
+def nvml_over_ssh(records: Any, timeout: float) -> Source:
+    """nvml.json as the node's own python3 collected it, or why not (grading then uses nvidia-smi)."""
+    from assessor.capture import batch, sources
+    from assessor.capture.run import source_from
+
+    source = source_from(batch.NVML_COMMAND, records, timeout)
+    source.command = f"{sources.NVML_COLLECTOR}, run by python3 on the node"
+    if source.status != "ok":
+        why = source.stderr or source.message or source.status
+        source.message = f"no NVML on the node ({why}): nvidia-smi's output is graded instead"
+    return source
