@@ -18,8 +18,10 @@ import io
 import shlex
 import tarfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from assessor.capture.run import Command, Outcome
+from assessor.capture.snapshot import Snapshot, Source
 
 MARKER = "@@gpulab-record@@"
 STDERR_LIMIT = 4000
@@ -227,3 +229,97 @@ def size_words(n: int) -> str:
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n} bytes"
+
+
+def add_nvml(snap: Snapshot, records: Records, timeout: float) -> None:
+    """Add nvml.json to ``snap``, or why it is missing when nvidia-smi is there to grade instead.
+
+    A node with neither keeps no nvml.json record: grading then says it has no NVIDIA tools at all.
+    """
+    from assessor.capture.run import NVML_FILE
+
+    source = nvml_source(records, timeout)
+    smi = snap.sources.get("nvidia-smi-q.xml")
+    if source.status == "ok" or (smi is not None and smi.status != "missing"):
+        snap.sources[NVML_FILE] = source
+
+
+def nvml_source(records: Records, timeout: float) -> Source:
+    """nvml.json as the node's own python3 collected it, or why not (grading then uses nvidia-smi)."""
+    from assessor.capture import sources
+    from assessor.capture.run import source_from
+
+    source = source_from(NVML_COMMAND, records, timeout)
+    source.command = f"{sources.NVML_COLLECTOR}, run by python3 on the node"
+    if source.status != "ok":
+        why = source.stderr or source.message or source.status
+        source.message = f"no NVML on the node ({why}): nvidia-smi's output is graded instead"
+    return source
+
+
+def unpack(output: str, directory: Path, host: str, timeout: float, max_reply: int = DEFAULT_MAX_REPLY) -> str | None:
+    """Write the snapshot the script's ``output`` holds into ``directory`` (capture.yml's controller side).
+
+    Returns None when the snapshot was written, else why not (then ``directory`` holds an error record,
+    which grading reports as the host's error).
+    """
+    from assessor import __version__
+    from assessor.capture import snapshot
+    from assessor.capture.run import COMMANDS, capture
+
+    commands = [*COMMANDS, NVML_COMMAND]
+    # Ansible may have run the script on a terminal: lines end in CR LF there
+    records = parse_records(output.replace("\r\n", "\n"), commands, timeout, max_reply)
+    why = records.problem
+    if why is None and not records.complete:
+        why = f"the capture's output was cut off ({len(records.outcomes)} of {len(commands)} commands finished)"
+    if why is not None:
+        snapshot.write_error_record(directory, f"ansible:{host}", host, why)
+        return why
+    snap = capture(records, host=host, timeout=timeout)
+    add_nvml(snap, records, timeout)
+    meta = {"target": f"ansible:{host}", "via": "capture.yml", "gpulab_version": __version__}
+    snapshot.write(snap, directory, {**meta, "time": snapshot.now_iso()})
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m assessor.capture.batch script|unpack``: the two halves capture.yml runs on the controller."""
+    import argparse
+    import sys
+
+    from assessor.capture.run import COMMANDS, DEFAULT_TIMEOUT_S
+
+    ap = argparse.ArgumentParser(prog="python -m assessor.capture.batch")
+    sub = ap.add_subparsers(dest="what", required=True)
+    render = sub.add_parser("script", help="write the batched capture script")
+    render.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    render.add_argument("--out", required=True)
+    take = sub.add_parser("unpack", help="turn a node's capture output into its snapshot directory")
+    take.add_argument("records")
+    take.add_argument("directory")
+    take.add_argument("--host", required=True)
+    take.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    take.add_argument("--max-reply", type=int, default=DEFAULT_MAX_REPLY)
+    args = ap.parse_args(argv)
+    if args.what == "script":
+        Path(args.out).write_text(script(COMMANDS, args.timeout, nvml=True), encoding="utf-8")
+        return 0
+    records = Path(args.records)
+    if records.stat().st_size > args.max_reply:
+        why: str | None = f"the node's reply is over the reply limit of {size_words(args.max_reply)}: capture refused"
+        from assessor.capture import snapshot
+
+        snapshot.write_error_record(Path(args.directory), f"ansible:{args.host}", args.host, why or "")
+    else:
+        text = records.read_bytes().decode("utf-8", "replace")
+        why = unpack(text, Path(args.directory), args.host, args.timeout, args.max_reply)
+    records.unlink()
+    if why is not None:
+        print(f"{args.host}: {why}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -43,6 +43,7 @@ class PlaybookRun:
     hosts: dict[str, str] = field(default_factory=dict)  # host -> ok / failed / unreachable
     reasons: dict[str, str] = field(default_factory=dict)  # host -> "task 'NAME': message"
     events: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # why the playbook did not run at all (a syntax error, a missing role)
 
     @property
     def ok(self) -> bool:
@@ -178,6 +179,8 @@ def run(
             _close_masters(control_dir)
         result.rc, result.status = int(runner.rc), str(runner.status)
         result.events = list(runner.events)
+        if result.rc != 0 and not result.hosts:
+            result.error = _ansible_error(result.events) or f"ansible-playbook exited {result.rc}"
     return result
 
 
@@ -210,6 +213,33 @@ def _host_outcome(event: dict[str, Any], result: PlaybookRun, told: set[str], on
                     on_host(host, result.hosts[host], result.reasons.get(host, ""))
 
 
+def _first_words(text: str) -> str:
+    """What went wrong, from a task's output: ssh's host-key verdicts by name, else the first line that
+    says something (nvidia-smi and systemctl add "Terminating early...", "See 'systemctl status'..." after
+    it; ssh frames its warnings in lines of @)."""
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        return "host key has CHANGED (REMOTE HOST IDENTIFICATION HAS CHANGED): refused"
+    if "Host key verification failed" in text:
+        return "host key verification failed: the host key is unknown or changed"
+    for line in text.splitlines():
+        line = line.strip()
+        if any(c.isalnum() for c in line):
+            return line
+    return text.splitlines()[0].strip()
+
+
+def _ansible_error(events: list[dict[str, Any]]) -> str | None:
+    """Ansible's own error message (ERROR! or [ERROR]: lines), without its colours."""
+    import re
+
+    for event in events:
+        for line in str(event.get("stdout") or "").splitlines():
+            text = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+            if text.startswith(("ERROR!", "[ERROR]:")):
+                return text.removeprefix("ERROR!").removeprefix("[ERROR]:").strip()
+    return None
+
+
 def _close_masters(control_dir: Path) -> None:
     """Tell every SSH master of the run to exit now (nobody may reuse it, and it holds no process after)."""
     if not control_dir.is_dir():
@@ -237,11 +267,86 @@ def failed_task(events: Any) -> str | None:
         for key in ("stderr", "stdout", "msg"):
             text = str(res.get(key) or "").strip()
             if text:
-                # the first line says what went wrong (nvidia-smi and systemctl add "Terminating early...",
-                # "See 'systemctl status'..." after it)
-                message = text.splitlines()[0].strip()
+                message = _first_words(text)
                 break
         if res.get("rc") not in (None, 0):
             message = f"{message} (exit {res['rc']})" if message else f"exit {res['rc']}"
         return f"task '{data.get('task', '?')}': {message or 'failed'}"
     return None
+
+
+def node_playbook(name: str) -> Path:
+    """One of gpulab's node-wide playbooks (``prepare-node.yml``, ``capture.yml``)."""
+    from assessor.content import folder
+
+    return folder("playbooks") / name
+
+
+def prepare(
+    inventory: str,
+    options: TargetOptions | None = None,
+    *,
+    limit: str | None = None,
+    fixture: str | None = None,
+    install_packages: bool = True,
+    extravars: Mapping[str, Any] | None = None,
+    forks: int | None = None,
+    on_host: HostEvent | None = None,
+) -> PlaybookRun:
+    """Run ``prepare-node.yml``: capture's tools on every node, the simulator (``fixture``) where no GPU is."""
+    import assessor
+
+    variables: dict[str, Any] = {
+        "gpulab_source": str(Path(assessor.__file__).resolve().parent),
+        "gpulab_install_packages": install_packages,
+    }
+    if fixture:
+        from assessor.sim.fixtures import fixture_names
+
+        if fixture not in fixture_names():
+            from assessor.errors import InputError
+
+            raise InputError(f"unknown fixture {fixture!r} (fixtures: {', '.join(fixture_names())})")
+        variables["gpulab_fixture"] = fixture
+    variables.update(extravars or {})
+    return run(
+        node_playbook("prepare-node.yml"),
+        inventory,
+        options,
+        limit=limit,
+        extravars=variables,
+        forks=forks,
+        on_host=on_host,
+    )
+
+
+def capture_fleet(
+    inventory: str,
+    snapshot_dir: Path | str,
+    options: TargetOptions | None = None,
+    *,
+    limit: str | None = None,
+    timeout: float = 30.0,
+    max_reply: int | None = None,
+    extravars: Mapping[str, Any] | None = None,
+    forks: int | None = None,
+    on_host: HostEvent | None = None,
+) -> PlaybookRun:
+    """Run ``capture.yml``: every host's snapshot in ``snapshot_dir/<inventory_hostname>/``."""
+    variables: dict[str, Any] = {
+        "gpulab_snapshot_dir": str(Path(snapshot_dir).resolve()),
+        "gpulab_capture_timeout": timeout,
+        "gpulab_controller_python": sys.executable,
+    }
+    if max_reply is not None:
+        variables["gpulab_max_reply"] = max_reply
+    variables.update(extravars or {})
+    return run(
+        node_playbook("capture.yml"),
+        inventory,
+        options,
+        limit=limit,
+        extravars=variables,
+        forks=forks,
+        on_host=on_host,
+    )

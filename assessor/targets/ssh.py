@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from assessor.capture.run import NVML_FILE
-from assessor.capture.snapshot import Snapshot, Source
+from assessor.capture.snapshot import Snapshot
 from assessor.errors import InputError
 from assessor.targets.ssh_connection import HostError, SshParams
 
@@ -72,18 +71,5 @@ class SshTarget:
                 f"({len(records.outcomes)} of {len(commands)} commands finished)"
             )
         snap = capture(records, host=self.name, timeout=timeout, active=active)
-        snap.sources[NVML_FILE] = nvml_over_ssh(records, timeout)
+        batch.add_nvml(snap, records, timeout)
         return snap
-
-
-def nvml_over_ssh(records: Any, timeout: float) -> Source:
-    """nvml.json as the node's own python3 collected it, or why not (grading then uses nvidia-smi)."""
-    from assessor.capture import batch, sources
-    from assessor.capture.run import source_from
-
-    source = source_from(batch.NVML_COMMAND, records, timeout)
-    source.command = f"{sources.NVML_COLLECTOR}, run by python3 on the node"
-    if source.status != "ok":
-        why = source.stderr or source.message or source.status
-        source.message = f"no NVML on the node ({why}): nvidia-smi's output is graded instead"
-    return source
