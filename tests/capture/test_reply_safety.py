@@ -113,3 +113,48 @@ def test_a_directory_of_host_snapshots_is_a_fleet_and_a_snapshot_is_not(tmp_path
     found = snapshot.host_snapshots(tmp_path / "fleet")
     assert [p.name for p in found] == ["ghost", "node01", "node02"]
     assert snapshot.host_snapshots(tmp_path / "fleet" / "node01") == []
+
+
+def _records_of_a_node(tmp_path: Path) -> str:
+    """What the batched script prints on a node whose tools all answer ``ok``, run here under sh."""
+    import subprocess
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for command in COMMANDS:
+        tool = bindir / command.argvs[0][0]
+        tool.write_text("#!/bin/sh\necho ok\n")
+        tool.chmod(0o755)
+    path = f"{bindir}:/usr/bin:/bin"
+    proc = subprocess.run(
+        ["sh", "-s"],
+        input=batch.script(COMMANDS, 5, nvml=True),
+        capture_output=True,
+        text=True,
+        env={"PATH": path},
+        check=True,
+    )
+    return proc.stdout
+
+
+def test_unpack_writes_the_snapshot_capture_writes_and_removes_the_records(tmp_path: Path) -> None:
+    records = tmp_path / "node01" / ".capture.records"
+    records.parent.mkdir()
+    records.write_text(_records_of_a_node(tmp_path).replace("\n", "\r\n"))  # as a terminal sends it
+    assert batch.main(["unpack", str(records), str(records.parent), "--host", "node01", "--timeout", "5"]) == 0
+    assert not records.exists()
+    snap = snapshot.read(records.parent)
+    assert snap.host == "node01"
+    assert snap.sources["ibstat.txt"].text == "ok\n"
+    assert json.loads((records.parent / "meta.json").read_text())["via"] == "capture.yml"
+
+
+def test_unpack_refuses_a_reply_over_the_limit_with_an_error_record(tmp_path: Path) -> None:
+    records = tmp_path / "node01" / ".capture.records"
+    records.parent.mkdir()
+    records.write_text(_records_of_a_node(tmp_path))
+    code = batch.main(["unpack", str(records), str(records.parent), "--host", "node01", "--max-reply", "1024"])
+    assert code == 1
+    why = "the node's reply is over the reply limit of 1 KiB: capture refused"
+    assert snapshot.error_record(records.parent) == ("node01", why)
+    assert not (records.parent / "ibstat.txt").exists()

@@ -213,3 +213,28 @@ def test_capture_playbook_refuses_a_changed_host_key_on_the_next_run(bed: SshBed
     assert second.hosts == {"node01": "unreachable", "node02": "ok"}
     assert "host key" in second.reasons["node01"].lower() or "identification" in second.reasons["node01"].lower()
     assert not (tmp_path / "two" / "node01" / "meta.json").exists()
+
+
+def test_capture_playbook_refuses_an_unknown_key_even_when_the_inventory_says_not_to_check(
+    bed: SshBed, tmp_path: Path
+) -> None:
+    inv = inventory(bed, tmp_path, ["node01"])
+    loose = '    ansible_ssh_common_args: "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"\n'
+    inv.write_text(inv.read_text().replace("  vars:\n", "  vars:\n" + loose, 1))
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    refused = ansible.capture_fleet(
+        str(inv), tmp_path / "one", TargetOptions(identity=str(bed.client_key), known_hosts=str(empty))
+    )
+    assert refused.hosts == {"node01": "unreachable"}
+    assert "host key" in refused.reasons["node01"].lower()
+    assert empty.read_text() == ""
+    accepted = ansible.capture_fleet(
+        str(inv),
+        tmp_path / "two",
+        TargetOptions(identity=str(bed.client_key), known_hosts=str(empty), accept_new_host_keys=True),
+    )
+    assert accepted.hosts == {"node01": "ok"}
+    assert [line.split()[1:] for line in empty.read_text().splitlines()] == [
+        node(bed, "node01").known_hosts_line().split()[1:]
+    ]
