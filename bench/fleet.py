@@ -1,5 +1,6 @@
 """Fleet benchmark: capture+assess of 1, 8 and 32 loopback sshd nodes, against Ansible running
-the same capture commands (`ansible all -m shell`) with the same forks on the same hosts.
+the same capture commands (`ansible all -m shell`) with the same forks on the same hosts, and
+playbooks/capture.yml (Ansible's forks, snapshots fetched home) in hosts per minute.
 
     .venv/bin/python bench/fleet.py [--sizes 1,8,32] [--rounds 3] [--forks 32] [--tools sim,replay]
 
@@ -100,6 +101,39 @@ def ssh_floor(bed: SshBed, n: int) -> float:
     return time.perf_counter() - start
 
 
+def capture_playbook(bed: SshBed, root: Path, n: int, forks: int, rounds: int) -> float:
+    """Median wall time of playbooks/capture.yml over the first n nodes of the bed."""
+    inv = bed.inventory(root / f"inv{n}.yml", bed.nodes[:n])
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_SSH_ARGS": f"-o UserKnownHostsFile={bed.known_hosts} -o ControlMaster=auto -o ControlPersist=60s",
+        "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable,
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    times = []
+    for i in range(rounds):
+        snaps = root / f"snaps{n}-{i}"
+        argv = [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(inv),
+            str(ROOT / "playbooks" / "capture.yml"),
+            "-f",
+            str(forks),
+            "-e",
+            f"gpulab_snapshot_dir={snaps}",
+            "-e",
+            f"gpulab_controller_python={sys.executable}",
+        ]
+        t, rc = timed(argv, env)
+        if rc != 0:
+            raise SystemExit(f"capture.yml failed (exit {rc}) on {n} nodes")
+        times.append(t)
+    return statistics.median(times)
+
+
 def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
     from assessor.capture import batch
     from assessor.capture.run import COMMANDS
@@ -165,10 +199,17 @@ def bench(sizes: list[int], rounds: int, forks: int, tools: str) -> None:
         one = rows[0][1]
         print(f"fleet capture+assess over loopback sshd, node tools: {tools}, forks {forks}, median of {rounds} runs")
         print(
-            f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15} {'ssh true s':>11}"
+            f"{'nodes':>5} {'gpulab s':>9} {'vs 1 node':>9} {'ansible s':>10} {'ansible/gpulab':>15}"
+            f" {'ssh true s':>11} {'gpulab/floor':>13}"
         )
         for n, g, a, floor in rows:
-            print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x {floor:>11.2f}")
+            print(f"{n:>5} {g:>9.2f} {g / one:>8.1f}x {a:>10.2f} {a / g:>14.1f}x {floor:>11.2f} {g / floor:>12.2f}x")
+        n = sizes[-1]
+        took = capture_playbook(bed, root, n, forks, rounds)
+        print(
+            f"capture.yml on {n} nodes, forks {forks}: {took:.1f} s, {60 * n / took:.0f} hosts per minute "
+            "(snapshots fetched home and unpacked on the controller)"
+        )
         print("(gpulab: connect, one batched capture, parse and grade the hgx-h100 profile;")
         print(" ansible: the same capture script through `ansible all -m shell`, no grading;")
         print(" ssh true: OpenSSH running `true` on the same nodes at once: the floor any SSH tool pays here,")

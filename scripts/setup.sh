@@ -22,6 +22,15 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     echo "setup: chromium is missing (optional): install it to photograph the HTML reports" >&2
   fi
 fi
+# Vagrant validates the practice cluster's Vagrantfile (one test; `vagrant up` itself needs a provider).
+if ! command -v vagrant >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends vagrant >/dev/null \
+      || echo "setup: could not install vagrant; the Vagrantfile test will fail" >&2
+  else
+    echo "setup: vagrant is missing: install Debian's vagrant package (the Vagrantfile test needs it)" >&2
+  fi
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

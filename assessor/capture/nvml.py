@@ -361,3 +361,74 @@ def _compute_instances(s: _Session, p: str, gi: Any) -> list[ComputeInstance]:
                 )
             )
     return sorted(result, key=lambda c: c.ci_id)
+
+
+# ---- the collector as one self-contained script, for a node reached over SSH ----------------------
+
+_STANDALONE_MAIN = """
+def _main():
+    import json
+    import sys
+
+    try:
+        import pynvml
+    except ImportError:
+        sys.stderr.write("python3 on this node has no nvidia-ml-py (pynvml)\\n")
+        return 127
+    nvml = _load("_gpulab_nvml.collector", _SOURCES["nvml"])
+    try:
+        data = nvml.collect_json(pynvml)
+    except Exception as exc:  # GpulabError from the collector, or NVML's own
+        sys.stderr.write(str(exc) + "\\n")
+        return 127 if "not found" in str(exc) else 1
+    sys.stdout.write(json.dumps(data, indent=2) + "\\n")
+    return 0
+
+
+sys.exit(_main())
+"""
+
+
+def standalone_script() -> str:
+    """This collector as one Python script that needs nothing of gpulab: only python3 and nvidia-ml-py.
+
+    The script carries the sources of :mod:`assessor.errors`, :mod:`assessor.facts` and this module,
+    loaded under a private package name (``_gpulab_nvml``) so they never meet an installed gpulab. It prints
+    ``nvml.json`` on stdout; without pynvml it exits 127 (the collector is missing), and on an NVML
+    error it says why on stderr and exits 1 (127 when no driver library was found).
+    """
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1]
+    sources = {
+        "errors": (package / "errors.py").read_text(encoding="utf-8"),
+        "facts": (package / "facts.py").read_text(encoding="utf-8"),
+        "nvml": (package / "capture" / "nvml.py")
+        .read_text(encoding="utf-8")
+        .replace("from assessor.errors import", "from _gpulab_nvml.errors import")
+        .replace("from assessor.facts import", "from _gpulab_nvml.facts import"),
+    }
+    lines = [
+        "# gpulab's NVML collector, generated from assessor/capture/nvml.py; writes nvml.json on stdout.",
+        "import sys",
+        "import types",
+        "",
+        f"_SOURCES = {sources!r}",
+        "",
+        "",
+        "def _load(name, source):",
+        "    module = types.ModuleType(name)",
+        "    module.__file__ = '<' + name + '>'",
+        "    sys.modules[name] = module",
+        "    exec(compile(source, module.__file__, 'exec'), module.__dict__)",
+        "    return module",
+        "",
+        "",
+        "_package = types.ModuleType('_gpulab_nvml')",
+        "_package.__path__ = []",
+        "sys.modules['_gpulab_nvml'] = _package",
+        "_load('_gpulab_nvml.errors', _SOURCES['errors'])",
+        "_load('_gpulab_nvml.facts', _SOURCES['facts'])",
+        _STANDALONE_MAIN,
+    ]
+    return "\n".join(lines)

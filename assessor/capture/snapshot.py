@@ -6,6 +6,7 @@ is optional when reading: a directory of raw files pasted by a user is a valid s
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -221,18 +222,65 @@ def _host_from_uname(source: Source | None) -> str | None:
 
 
 def write(snap: Snapshot, directory: Path | str, extra_meta: dict[str, Any] | None = None) -> Path:
-    """Write a snapshot directory with its meta.json."""
-    path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
+    """Write a snapshot directory with its meta.json.
+
+    A symbolic link already in the directory (or the directory itself being one) is never followed:
+    each file is written beside its name and renamed over it, which replaces a link rather than
+    writing where it points.
+    """
+    path = _own_dir(Path(directory))
     for source in snap.sources.values():
         if source.text is not None:
-            (path / source.file).write_text(source.text, encoding="utf-8")
+            _write_file(path / source.file, source.text)
     meta = dict(extra_meta or {})
     meta["host"] = snap.host
     meta["files"] = {name: s.to_meta() for name, s in sorted(snap.sources.items())}
-    (path / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _write_file(path / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     snap.path = path
     return path
+
+
+def _own_dir(path: Path) -> Path:
+    """``path`` created as a real directory; InputError when it is a symbolic link."""
+    if path.is_symlink():
+        raise InputError(f"{path}: is a symbolic link; refusing to write a snapshot through it")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Write ``text`` to a new file and rename it to ``path``: a link at ``path`` is replaced, not followed."""
+    import os
+    import tempfile
+
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def host_snapshots(directory: Path | str) -> list[Path]:
+    """The host snapshots in ``directory`` when it is a fleet (one subdirectory per host), else [].
+
+    A fleet is what ``capture.yml``, ``gpulab capture -i`` and ``assess --out`` write: ``DIR/<host>/``,
+    each a snapshot or an error record (``meta.json`` saying why the host could not be captured).
+    A directory that is itself a snapshot is not a fleet.
+    """
+    path = Path(directory)
+    if not path.is_dir() or any((path / name).is_file() for name in (*known_files(), META)):
+        return []
+    names = {*known_files(), META}
+    return sorted(
+        sub
+        for sub in path.iterdir()
+        if sub.is_dir() and not sub.is_symlink() and any((sub / name).is_file() for name in names)
+    )
 
 
 def dir_name(label: str) -> str:
@@ -249,9 +297,9 @@ def now_iso() -> str:
 
 def write_error_record(directory: Path, spec: str, host: str, why: str) -> None:
     """Keep why a host could not be captured (``meta.json`` with ``error``) in its snapshot directory."""
-    directory.mkdir(parents=True, exist_ok=True)
+    _own_dir(directory)
     record = {"target": spec, "host": host, "error": why, "time": now_iso(), "files": {}}
-    (directory / META).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _write_file(directory / META, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def error_record(directory: Path | None) -> tuple[str | None, str] | None:

@@ -38,7 +38,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from assessor.cli import assess, catalogue, labs, report, sim
+    from assessor.cli import assess, catalogue, labs, prepare, report, sim
 
     for command in (
         assess.assess,
@@ -50,6 +50,7 @@ def _register() -> None:
         sim.sim,
         labs.lab,
         labs.progress,
+        prepare.prepare,
         report.report,
     ):
         main.add_command(command)

@@ -99,6 +99,14 @@ def reach_options(f: Any) -> Any:
             metavar="MIB",
             help="Largest tool output read from a snapshot; a larger file is an error for its checks.",
         ),
+        click.option(
+            "--max-reply",
+            type=click.IntRange(1024),
+            default=256 * 1024 * 1024,
+            show_default=True,
+            metavar="BYTES",
+            help="Bytes one SSH node may send back; a longer reply is an error for that host.",
+        ),
         *_ssh(),
     ]
 
@@ -120,6 +128,7 @@ class Reach:
     forks: int
     timeout: float
     host_timeout: float
+    max_reply: int
     accept_new_host_keys: bool
     max_file_size: int
     identity: str | None
@@ -142,8 +151,16 @@ class Reach:
             known_hosts=self.known_hosts,
             host_timeout=self.host_timeout,
             max_file_bytes=self.max_file_size * 1024 * 1024,
+            max_reply=self.max_reply,
         )
-        jobs = [Job(spec, open_target(spec, options)) for spec in targets]
+        jobs = []
+        for spec in targets:
+            # snapshot:DIR of host snapshots (capture.yml, capture -i, assess --out): one job per host
+            fleet = _snapshot_fleet(spec)
+            if fleet:
+                jobs += [Job(sub.name, open_target(f"snapshot:{sub}", options, name=sub.name)) for sub in fleet]
+            else:
+                jobs.append(Job(spec, open_target(spec, options)))
         if self.inventory:
             from assessor.targets import inventory as inv
 
@@ -163,6 +180,14 @@ def active_option(f: Any) -> Any:
         help="Also run active tests, comma-separated: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] "
         "(dcgmi diag -r 2).",
     )(f)
+
+
+def _snapshot_fleet(spec: str) -> list[Any]:
+    if not spec.startswith("snapshot:"):
+        return []
+    from assessor.capture.snapshot import host_snapshots
+
+    return host_snapshots(spec.removeprefix("snapshot:"))
 
 
 def active_tests(text: str) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ class TargetOptions:
     connect_timeout: float = 10.0
     host_timeout: float = 600.0
     max_file_bytes: int | None = None  # the largest tool output read from a snapshot (None: the default)
+    max_reply: int = 256 * 1024 * 1024  # bytes one node may send back (--max-reply)
 
 
 @dataclass(frozen=True)

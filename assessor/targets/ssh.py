@@ -31,6 +31,7 @@ def ssh_params(spec: str, options: Any, inventory_ssh: dict[str, Any] | None = N
     params.known_hosts = options.known_hosts
     params.connect_timeout = options.connect_timeout
     params.host_timeout = options.host_timeout
+    params.max_reply = getattr(options, "max_reply", params.max_reply)
     if options.identity and not params.key_file:
         params.key_file = options.identity
     return params
@@ -47,20 +48,28 @@ class SshTarget:
         return cls(spec, parse_spec(spec))
 
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
+        import time
+
         from assessor.capture import batch
         from assessor.capture.run import COMMANDS, active_command, capture
         from assessor.targets.ssh_connection import connect, run_script
 
+        deadline = time.monotonic() + self.params.host_timeout  # the connection counts against the host's time
         commands = list(COMMANDS) + [active_command(spec) for spec in active]
         client = connect(self.params)
         try:
-            output = run_script(client, batch.script(commands, timeout), self.params, batch.SHELL)
+            text = batch.script(commands, timeout, nvml=True)
+            output = run_script(client, text, self.params, batch.SHELL, deadline)
         finally:
             client.close()
-        records = batch.parse_records(output, commands, timeout)
+        records = batch.parse_records(output, [*commands, batch.NVML_COMMAND], timeout, self.params.max_reply)
+        if records.problem:
+            raise HostError(f"{self.params.address}: {records.problem}")
         if not records.complete:
             raise HostError(
                 f"connection to {self.params.address} dropped mid-capture "
                 f"({len(records.outcomes)} of {len(commands)} commands finished)"
             )
-        return capture(records, host=self.name, timeout=timeout, active=active)
+        snap = capture(records, host=self.name, timeout=timeout, active=active)
+        batch.add_nvml(snap, records, timeout)
+        return snap

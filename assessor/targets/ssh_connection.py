@@ -3,17 +3,24 @@
 Host keys are checked against known_hosts and refused when unknown or changed, unless the
 user asked to accept new ones (fresh lab VMs); a changed key is refused always. Passwords
 never appear in a repr, a message or a log line.
+
+What a node sends back is data from a machine gpulab does not control: the reply is read up to
+``max_reply`` bytes and no further (a node printing without end costs the limit, not memory), and
+the whole host, connection included, ends within ``host_timeout``. paramiko's own log (tracebacks
+from its transport thread) never reaches the user's terminal: every failure is a HostError in words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assessor.capture.batch import DEFAULT_MAX_REPLY, size_words
 from assessor.errors import GpulabError
 
 if TYPE_CHECKING:
@@ -22,6 +29,13 @@ if TYPE_CHECKING:
 
 class HostError(GpulabError):
     """This node could not be assessed; the others go on."""
+
+
+# paramiko logs a transport thread's failures with their traceback; Python's last-resort handler would
+# print them on stderr. gpulab reports each failure itself, in words.
+_paramiko_log = logging.getLogger("paramiko")
+_paramiko_log.addHandler(logging.NullHandler())
+_paramiko_log.propagate = False
 
 
 @dataclass
@@ -34,7 +48,8 @@ class SshParams:
     accept_new_host_keys: bool = False
     known_hosts: str | None = None  # a known_hosts file besides ~/.ssh/known_hosts
     connect_timeout: float = 10.0
-    host_timeout: float = 600.0  # the whole capture of one node
+    host_timeout: float = 600.0  # the whole capture of one node, connection included
+    max_reply: int = DEFAULT_MAX_REPLY  # bytes the node may send back
 
     @property
     def address(self) -> str:
@@ -72,6 +87,10 @@ def connect(params: SshParams) -> paramiko.SSHClient:
     """An authenticated connection, or HostError with the reason in words."""
     import paramiko
 
+    if params.key_file and not Path(params.key_file).expanduser().is_file():
+        raise HostError(f"key file not found: {params.key_file}")
+    # a node that accepts TCP and then says nothing costs at most the host's time limit
+    wait = max(0.1, min(params.connect_timeout, params.host_timeout))
     client = paramiko.SSHClient()
     with contextlib.suppress(OSError):
         client.load_system_host_keys()
@@ -83,11 +102,11 @@ def connect(params: SshParams) -> paramiko.SSHClient:
             params.host,
             port=params.port,
             username=params.user,
-            key_filename=params.key_file,
+            key_filename=str(Path(params.key_file).expanduser()) if params.key_file else None,
             password=params.password,
-            timeout=params.connect_timeout,
-            banner_timeout=params.connect_timeout,
-            auth_timeout=params.connect_timeout,
+            timeout=wait,
+            banner_timeout=wait,
+            auth_timeout=wait,
             allow_agent=True,
             look_for_keys=params.key_file is None,
         )
@@ -102,7 +121,13 @@ def connect(params: SshParams) -> paramiko.SSHClient:
         client.close()
         raise HostError(f"authentication refused for {params.login}: check the user and key (or password)") from None
     except paramiko.SSHException as exc:
+        transport = client.get_transport()
+        banner = bool(getattr(transport, "remote_version", "")) if transport is not None else False
         client.close()
+        if "Error reading SSH protocol banner" in str(exc) or not banner:
+            raise HostError(f"no SSH banner from {params.address} within {wait:g} s") from None
+        if "No existing session" in str(exc) or "Negotiation" in str(exc):
+            raise HostError(f"SSH key exchange with {params.address} stalled: no answer within {wait:g} s") from None
         if "not found in known_hosts" in str(exc):
             raise HostError(
                 f"unknown host key for {params.address}: add it to known_hosts (ssh-keyscan -p {params.port} "
@@ -111,7 +136,10 @@ def connect(params: SshParams) -> paramiko.SSHClient:
         raise HostError(f"SSH to {params.address} failed: {exc}") from None
     except TimeoutError:
         client.close()
-        raise HostError(f"unreachable: no answer from {params.address} within {params.connect_timeout:g} s") from None
+        raise HostError(f"unreachable: no answer from {params.address} within {wait:g} s") from None
+    except (ValueError, EOFError) as exc:  # a key file paramiko cannot read, a peer that hung up
+        client.close()
+        raise HostError(f"SSH to {params.address} failed: {exc or type(exc).__name__}") from None
     except OSError as exc:
         client.close()
         reason = exc.strerror or str(exc)
@@ -121,9 +149,21 @@ def connect(params: SshParams) -> paramiko.SSHClient:
     return client
 
 
-def run_script(client: paramiko.SSHClient, script: str, params: SshParams, shell: str = "sh -s") -> str:
-    """Feed ``script`` to ``shell`` on the node and return its stdout, within the host time limit."""
-    deadline = time.monotonic() + params.host_timeout
+def run_script(
+    client: paramiko.SSHClient,
+    script: str,
+    params: SshParams,
+    shell: str = "sh -s",
+    deadline: float | None = None,
+) -> str:
+    """Feed ``script`` to ``shell`` on the node and return its stdout, within the host time limit.
+
+    At most ``params.max_reply`` bytes are read: a longer reply is a HostError naming the limit, and the
+    channel is closed at once (the node stops on a broken pipe), so memory never holds more than the limit.
+    ``deadline`` (time.monotonic) is when the host's time runs out, when the connection already used some.
+    """
+    if deadline is None:
+        deadline = time.monotonic() + params.host_timeout
     try:
         transport = client.get_transport()
         if transport is None or not transport.is_active():
@@ -132,7 +172,7 @@ def run_script(client: paramiko.SSHClient, script: str, params: SshParams, shell
         channel.exec_command(shell)
         channel.sendall(script.encode())
         channel.shutdown_write()
-        chunks: list[bytes] = []
+        reply = bytearray()
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -147,10 +187,16 @@ def run_script(client: paramiko.SSHClient, script: str, params: SshParams, shell
                 continue
             if not data:
                 break
-            chunks.append(data)
+            if len(reply) + len(data) > params.max_reply:
+                channel.close()
+                raise HostError(
+                    f"{params.address} sent more than the reply limit of {size_words(params.max_reply)} "
+                    "(--max-reply): capture refused"
+                )
+            reply += data
         while channel.recv_stderr_ready():
             channel.recv_stderr(65536)
-        return b"".join(chunks).decode("utf-8", "replace")
+        return reply.decode("utf-8", "replace")
     except HostError:
         raise
     except (EOFError, OSError) as exc:
