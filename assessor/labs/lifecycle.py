@@ -50,17 +50,43 @@ def start(
     *,
     inventory: str | None = None,
     host_vars: Mapping[str, Any] | None = None,
+    replace_node: bool = False,
 ) -> list[str]:
     """Set the target up for ``lab``; design labs need no target.
 
     ``options`` (SSH key, known_hosts, accepting new host keys) and ``inventory`` matter for real nodes.
+    A simulated node of another fixture than the lab's is refused unless ``replace_node``: the start
+    would replace it with a fresh node of the lab's fixture.
     """
     if lab.is_design:
         return [
             f"design lab {lab.id}: write your answer (format: {lab.answer_example}) and grade it with "
             f"`gpulab lab grade {lab.id} --answer FILE`"
         ]
-    return _apply(lab, spec, "start", options, inventory, host_vars)
+    log = []
+    other = other_fixture(lab, spec, inventory)
+    if other is not None:
+        if not replace_node:
+            raise InputError(
+                f"{spec} is a {other} node but lab {lab.id} is written for {lab.fixture}: starting it would "
+                f"replace the node with a fresh {lab.fixture} (only the host name kept). Use a {lab.fixture} node "
+                f"(`gpulab sim init --fixture {lab.fixture} --state FILE`), or pass --replace-node"
+            )
+        log.append(f"{spec}: the {other} node is replaced by a fresh {lab.fixture} node (--replace-node)")
+    return log + _apply(lab, spec, "start", options, inventory, host_vars)
+
+
+def other_fixture(lab: Lab, spec: str | None, inventory: str | None = None) -> str | None:
+    """The fixture of the simulated node in ``spec`` when it is not the lab's (None: the lab's, or no node yet)."""
+    if not spec or inventory is not None or lab.fixture is None:
+        return None
+    target = parse_spec(spec)
+    if target.kind.name != "mock-file" or target.path is None or not target.path.exists():
+        return None
+    from assessor.sim.state import load_state
+
+    fixture = load_state(target.path).fixture
+    return fixture if fixture != lab.fixture else None
 
 
 def solve(
@@ -71,8 +97,16 @@ def solve(
     inventory: str | None = None,
     host_vars: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Apply the reference solution (instructors, CI)."""
-    return _apply(lab, spec, "solve", options, inventory, host_vars)
+    """Apply the reference solution (instructors, CI); a simulated node is marked, so later grades there
+    are flagged "reference solution applied on this node"."""
+    log = _apply(lab, spec, "solve", options, inventory, host_vars)
+    target = parse_spec(spec, inventory) if spec else None
+    if target is not None and target.kind.name == "mock-file" and target.path is not None:
+        from assessor.sim.state import updating
+
+        with updating(target.path) as state:
+            state.marks.append(f"solved {lab.id}")
+    return log
 
 
 def reset(

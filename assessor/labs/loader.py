@@ -223,6 +223,8 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
     base: KeyPath = ("grading", "checks") if grading_checks else ("answer", "checks")
     for i, check in enumerate(grading_checks or answer_checks):
         out += _check_problems(located, (*base, i), check, design)
+    if (grading_checks or answer_checks) and all(c.get("role") == "guard" for c in grading_checks or answer_checks):
+        out.append(located.error(base, "every check is a guard: at least one task check carries the points"))
     if design:
         for key_path, name in (
             (("answer", "example"), answer.get("example")),
@@ -315,6 +317,18 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
             spec = checks.get(check_id)
         except InputError as exc:
             return [located.error((*path, "id"), str(exc))]
+    role = check.get("role", "task")
+    points = check.get("points")
+    if role == "guard" and points:
+        out.append(
+            located.error((*path, "points"), f"{check_id} is a guard: guards carry no points (points: 0), not {points}")
+        )
+    elif role == "task" and not points:
+        out.append(
+            located.error((*path, "points"), f"{check_id} is a task check: it carries points (> 0), or say role: guard")
+        )
+    if role == "guard" and check.get("baseline_ok"):
+        out.append(located.error((*path, "baseline_ok"), "baseline_ok is for task checks: a guard earns no points"))
     from assessor.checks import params as param_types
 
     for name, value in params.items():
@@ -374,6 +388,8 @@ def _build(data: dict[str, Any], directory: Path) -> Lab:
             points=float(c["points"]),
             hint=c["hint"],
             partial=tuple(Partial(p["param"], float(p["factor"]), float(p["credit"])) for p in c.get("partial") or []),
+            role=c.get("role", "task"),
+            baseline_ok=bool(c.get("baseline_ok", False)),
         )
         for c in raw_checks
     )
