@@ -66,7 +66,7 @@ ALTER TABLE starts ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE starts ADD COLUMN row_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN start_id INTEGER;
 ALTER TABLE attempts ADD COLUMN flags TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE attempts ADD COLUMN hints_used INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN hints_used INTEGER;  -- NULL: not known (recorded by an older gpulab)
 ALTER TABLE attempts ADD COLUMN time_taken_s INTEGER;
 ALTER TABLE attempts ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN row_hash TEXT NOT NULL DEFAULT '';
@@ -233,7 +233,7 @@ class Attempt:
     checks: list[dict[str, Any]]
     start_id: int | None = None
     flags: tuple[str, ...] = ()  # tamper evidence on the grade, and an edited row of the database
-    hints_used: int = 0
+    hints_used: int | None = None
     time_taken_s: int | None = None
 
     @property
@@ -514,9 +514,7 @@ def last_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> dt.date
 def close_starts(conn: sqlite3.Connection, *, lab_id: str, target: str, closed_by: str, at: dt.datetime) -> None:
     """``lab reset``: close every open start of the lab on that target (the next start has a new clock)."""
     with transaction(conn):
-        _insert(
-            conn, "closes", {"lab_id": lab_id, "target": target, "closed_at": micro(at), "closed_by": closed_by}
-        )
+        _insert(conn, "closes", {"lab_id": lab_id, "target": target, "closed_at": micro(at), "closed_by": closed_by})
 
 
 def record_solve(conn: sqlite3.Connection, *, lab_id: str, target: str, solved_by: str, at: dt.datetime) -> None:
@@ -550,7 +548,13 @@ def reveal_hint(
         _insert(
             conn,
             "hints",
-            {"candidate": candidate, "lab_id": lab_id, "start_id": start_id, "hint_index": shown, "shown_at": micro(at)},
+            {
+                "candidate": candidate,
+                "lab_id": lab_id,
+                "start_id": start_id,
+                "hint_index": shown,
+                "shown_at": micro(at),
+            },
         )
     return shown
 
@@ -578,7 +582,7 @@ def insert_attempt(
     checks: list[dict[str, Any]],
     start_id: int | None = None,
     flags: list[str] | tuple[str, ...] = (),
-    hints_used: int = 0,
+    hints_used: int | None = None,
     time_taken_s: int | None = None,
 ) -> int:
     """Insert one attempt row inside the caller's transaction; returns its id."""
@@ -642,7 +646,7 @@ def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
         checks=json.loads(row["checks"]),
         start_id=row["start_id"],
         flags=tuple(flags),
-        hints_used=int(row["hints_used"] or 0),
+        hints_used=row["hints_used"],
         time_taken_s=row["time_taken_s"],
     )
 
@@ -774,3 +778,85 @@ def record_grade(
         time_taken_s=grade.time_taken_s,
     )
     return replace(grade, recorded=True, not_recorded_because=None)
+
+
+def design_solved(conn: sqlite3.Connection, lab_id: str, candidate: str, start: Start) -> bool:
+    """Whether the reference answer of design lab ``lab_id`` was shown to ``candidate`` since ``start``."""
+    row = conn.execute(
+        "SELECT 1 FROM solves WHERE lab_id = ? AND target = 'design' AND solved_by = ? AND solved_at >= ? LIMIT 1",
+        (lab_id, candidate, start.recorded_at),
+    ).fetchone()
+    return row is not None
+
+
+# ---- the candidate's view -------------------------------------------------------------------------------
+
+
+def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each lab's state for the candidate: ``not started``, ``started`` (open, no pass yet), ``passed`` or
+    ``not passed`` (graded, not passed, no open start), with the best score (flagged attempts do not count)."""
+    history = attempts(conn, candidate=candidate)
+    top = best(history)
+    out: dict[str, dict[str, Any]] = {}
+    for lab_id in lab_ids:
+        a = top.get(lab_id)
+        begun = open_start(conn, candidate, lab_id)
+        if a is not None and a.passed:
+            state = "passed"
+        elif begun is not None:
+            state = "started"
+        elif a is not None:
+            state = "not passed"
+        else:
+            state = "not started"
+        out[lab_id] = {
+            "state": state,
+            "best_percent": a.percent if a else None,
+            "attempts": sum(1 for h in history if h.lab_id == lab_id),
+        }
+    return out
+
+
+def status(
+    conn: sqlite3.Connection, candidate: str, labs: dict[str, tuple[int, int]], at: dt.datetime | None = None
+) -> list[dict[str, Any]]:
+    """The candidate's open labs: target, start, minutes left (negative: late), hints used of those available.
+
+    ``labs`` maps a lab id to (time limit in minutes, number of hints).
+    """
+    at = at or now()
+    out = []
+    for s in open_starts(conn, candidate):
+        limit, available = labs.get(s.lab_id, (None, None))
+        elapsed = (at - s.started_at).total_seconds() / 60.0
+        out.append(
+            {
+                "lab": s.lab_id,
+                "target": s.target,
+                "started_at": iso(s.started_at),
+                "time_limit_min": limit,
+                "time_left_min": round(limit - elapsed, 1) if limit is not None else None,
+                "hints_used": hints_used(conn, candidate, s.lab_id, s.id),
+                "hints_available": available,
+            }
+        )
+    return out
+
+
+def lab_summaries(attempts_: list[Attempt]) -> dict[str, dict[str, Any]]:
+    """Per lab: best score, passed, time taken by the best attempt, attempts, hints used (most of any
+    attempt), flagged attempts; flagged attempts are never the best."""
+    top = best(attempts_)
+    out: dict[str, dict[str, Any]] = {}
+    for lab_id in sorted({a.lab_id for a in attempts_}):
+        mine = [a for a in attempts_ if a.lab_id == lab_id]
+        b = top.get(lab_id)
+        out[lab_id] = {
+            "best_percent": b.percent if b else None,
+            "passed": bool(b and b.passed),
+            "time_taken_s": b.time_taken_s if b else None,
+            "attempts": len(mine),
+            "hints_used": max((a.hints_used for a in mine if a.hints_used is not None), default=None),
+            "flagged": sum(1 for a in mine if a.flags),
+        }
+    return out

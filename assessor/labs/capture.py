@@ -149,9 +149,7 @@ def start_record(
     return identity(_passive_facts(spec, timeout=timeout, options=options, inventory=inventory), spec), None
 
 
-def _passive_facts(
-    spec: str, *, timeout: float, options: TargetOptions | None, inventory: str | None
-) -> NodeFacts:
+def _passive_facts(spec: str, *, timeout: float, options: TargetOptions | None, inventory: str | None) -> NodeFacts:
     """A capture without active tests: enough to say which machine it is."""
     from assessor.parsers.assemble import facts_from_snapshot
     from assessor.targets import open_target

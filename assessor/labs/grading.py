@@ -58,8 +58,9 @@ class CheckScore:
             "points": self.points,
             "earned": self.earned,
             "credit": self.credit,
-            "hint": self.hint,
         }
+        if self.hint:  # a hint not yet revealed with `lab hint` is left out
+            out["hint"] = self.hint
         for key in ("observed", "expected", "note", "check_hint"):
             value = getattr(self, key)
             if value is not None:
@@ -139,6 +140,13 @@ class Grade:
             "flags": list(self.flags),
             "checks": [s.to_json() for s in self.scores],
         }
+
+
+def with_hints_revealed(grade: Grade, revealed: int) -> Grade:
+    """The grade with only the first ``revealed`` hints (in check order) shown: hints are earned with
+    ``gpulab lab hint``, one at a time, and their use is recorded."""
+    scores = tuple(s if i < revealed else replace(s, hint="") for i, s in enumerate(grade.scores))
+    return replace(grade, scores=scores, hints_used=revealed)
 
 
 def active_tests(lab: Lab) -> tuple[str, ...]:

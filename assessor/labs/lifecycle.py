@@ -163,3 +163,202 @@ def describe_steps(steps: tuple[FaultStep, ...]) -> list[str]:
         step.fault + (f" ({', '.join(f'{k}={v}' for k, v in step.options.items())})" if step.options else "")
         for step in steps
     ]
+
+
+# ---- starts and grades in the attempts database ---------------------------------------------------------
+
+
+def start_and_record(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    candidate: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+    replace_node: bool = False,
+    timeout: float = 120.0,
+) -> tuple[list[str], Any]:
+    """``lab start``: set the node up, then record the start with the node's identity and baseline.
+
+    The attempts database is opened first, so an unusable one stops the start before the node changes.
+    Returns the steps and the :class:`~assessor.labs.attempts.Start` (its clock is an open start's, when
+    the candidate had one).
+    """
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+
+    with attempts.guarded(db) as conn:
+        _writable(conn)
+    steps = start(lab, spec, options, inventory=inventory, host_vars=host_vars, replace_node=replace_node)
+    if lab.is_design or not spec:
+        ident, baseline, key = attempts.Identity(None), None, "design"
+    else:
+        ident, baseline = labcapture.start_record(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        key = labcapture.target_key(spec, inventory)
+    with attempts.guarded(db) as conn:
+        begun = attempts.record_start(
+            conn,
+            candidate=candidate,
+            lab_id=lab.id,
+            target=key,
+            lab_hash=lab.digest,
+            started_at=attempts.now(),
+            identity=ident,
+            baseline=baseline,
+        )
+    return steps, begun
+
+
+def _writable(conn: Any) -> None:
+    """Raise (as :func:`assessor.labs.attempts.guarded` reports it) when the database cannot be written."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("CREATE TABLE IF NOT EXISTS gpulab_write_probe (x)")
+    conn.execute("ROLLBACK")
+
+
+def solve_and_record(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    solved_by: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """``lab solve`` on a node, remembered in the attempts database: later grades of starts on that node
+    are flagged "reference solution applied on this node" (the state file of a simulated node says so too)."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+
+    log = solve(lab, spec, options, inventory=inventory, host_vars=host_vars)
+    assert spec is not None  # solve() refused a missing target
+    with attempts.guarded(db) as conn:
+        attempts.record_solve(
+            conn,
+            lab_id=lab.id,
+            target=labcapture.target_key(spec, inventory),
+            solved_by=solved_by,
+            at=attempts.now(),
+        )
+    return log
+
+
+def record_design_solve(lab: Lab, *, shown_to: str, db: str | None = None) -> None:
+    """The reference answer of a design lab was shown to ``shown_to``: their later grades are flagged."""
+    from assessor.labs import attempts
+
+    with attempts.guarded(db) as conn:
+        attempts.record_solve(conn, lab_id=lab.id, target="design", solved_by=shown_to, at=attempts.now())
+
+
+def reset_and_close(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    closed_by: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """``lab reset`` (an instructor's): restore the node and close the open starts of the lab on it, so
+    the next ``lab start`` has a new clock."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+
+    log = reset(lab, spec, options, inventory=inventory, host_vars=host_vars)
+    assert spec is not None
+    with attempts.guarded(db) as conn:
+        attempts.close_starts(
+            conn, lab_id=lab.id, target=labcapture.target_key(spec, inventory), closed_by=closed_by, at=attempts.now()
+        )
+    log.append(f"open starts of {lab.id} on {spec} closed: the next `lab start` starts a new clock")
+    return log
+
+
+def grade_and_record(
+    lab: Lab,
+    *,
+    candidate: str,
+    spec: str | None = None,
+    answer: str | None = None,
+    db: str | None = None,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+    timeout: float = 120.0,
+) -> tuple[Any, Any]:
+    """``lab grade``: capture the node (or read the answer), grade against the open start, record it when
+    it belongs to that start. Returns the grade (always) and the DatabaseError that kept it from being
+    recorded, or None."""
+    from dataclasses import replace
+
+    from assessor.labs import attempts, grading
+    from assessor.labs import capture as labcapture
+
+    flags: list[str] = []
+    if lab.is_design:
+        from assessor.labs import designs
+
+        if not answer:
+            raise InputError(
+                f"{lab.id} is a design lab: grade your answer file with --answer FILE "
+                f"(format: {lab.path / (lab.answer_example or '')})"
+            )
+        located = designs.load_answer(answer, [c.id for c in lab.checks])
+        ident, key = attempts.Identity(host=None), "design"
+    else:
+        if not spec:
+            raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
+        facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        ident, key = labcapture.identity(facts, spec), labcapture.target_key(spec, inventory)
+        flags = labcapture.node_flags(spec)
+    failure: attempts.DatabaseError | None = None
+    begun = None
+    hints = 0
+    try:
+        with attempts.guarded(db) as conn:
+            begun = attempts.open_start(conn, candidate, lab.id)
+            hints = attempts.hints_used(conn, candidate, lab.id, begun.id if begun else None)
+            if lab.is_design and begun is not None and attempts.design_solved(conn, lab.id, candidate, begun):
+                flags.append(f"reference answer of {lab.id} shown to {candidate} (`lab solve`) after the start")
+    except attempts.DatabaseError as exc:
+        failure = exc
+    now = attempts.now()
+    started = begun.started_at if begun else None
+    baseline = begun.baseline if begun else None
+    if lab.is_design:
+        result = grading.grade_answer(lab, located, graded_at=now, started_at=started)
+    else:
+        result = grading.grade_facts(lab, facts, graded_at=now, started_at=started, baseline=baseline)
+    result.extras.update(
+        {"candidate": candidate, "target": f"answer:{answer}" if lab.is_design else spec, "host": ident.host}
+    )
+    result.extras["lab_sha256"] = lab.digest
+    result = grading.with_hints_revealed(result, hints)
+    if failure is None:
+        try:
+            with attempts.guarded(db) as conn:
+                result = attempts.record_grade(
+                    conn,
+                    result,
+                    lab=lab,
+                    candidate=candidate,
+                    target=key,
+                    identity=ident,
+                    start=begun,
+                    flags=flags,
+                    hints=hints,
+                )
+        except attempts.DatabaseError as exc:
+            failure = exc
+    if failure is not None:
+        result = replace(
+            result,
+            flags=tuple(dict.fromkeys(flags)),
+            recorded=False,
+            not_recorded_because=f"the attempts database could not be used ({failure})",
+        )
+    return result, failure

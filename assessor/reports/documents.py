@@ -255,9 +255,17 @@ def grade_document(grade_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def progress_document(
-    candidate: str, history: list[Any], levels: Any, passed: set[str], mismatches: dict[str, list[str]]
+    candidate: str,
+    history: list[Any],
+    levels: Any,
+    passed: set[str],
+    mismatches: dict[str, list[str]],
+    *,
+    labs: dict[str, dict[str, Any]] | None = None,
+    flags: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The gpulab.progress/1 document of ``gpulab progress --json``."""
+    """The gpulab.progress/1 document of ``gpulab progress --json``: ``labs`` is each lab's best score,
+    time taken and hints used; ``flags`` says where the attempts database was edited by hand."""
     doc = {
         "schema": SCHEMA_IDS["progress"],
         "candidate": candidate,
@@ -270,5 +278,7 @@ def progress_document(
         "weights": {d: round(float(w) * 100, 2) for d, w in levels.weights.items()},
         "rule": levels.rule,
         "machine_mismatches": mismatches,
+        "labs": labs or {},
+        "flags": list(flags or []),
     }
     return validate(doc, "progress")

@@ -71,13 +71,20 @@ def test_a_second_start_keeps_the_open_clock_until_a_reset_closes_it(tmp_path: P
         assert attempts.last_start(conn, "ana", "ib-301") is None
         for minutes in (0, 20):
             attempts.record_start(
-                conn, candidate="ana", lab_id="ib-301", target="t", lab_hash="h", started_at=T0 + dt.timedelta(minutes=minutes)
+                conn,
+                candidate="ana",
+                lab_id="ib-301",
+                target="t",
+                lab_hash="h",
+                started_at=T0 + dt.timedelta(minutes=minutes),
             )
         attempts.record_start(
             conn, candidate="bo", lab_id="ib-301", target="t", lab_hash="h", started_at=T0 + dt.timedelta(minutes=50)
         )
         assert attempts.last_start(conn, "ana", "ib-301") == T0  # starting again does not clear "late"
-        attempts.close_starts(conn, lab_id="ib-301", target="t", closed_by="instructor", at=T0 + dt.timedelta(minutes=60))
+        attempts.close_starts(
+            conn, lab_id="ib-301", target="t", closed_by="instructor", at=T0 + dt.timedelta(minutes=60)
+        )
         assert attempts.last_start(conn, "ana", "ib-301") is None
         attempts.record_start(
             conn, candidate="ana", lab_id="ib-301", target="t", lab_hash="h", started_at=T0 + dt.timedelta(minutes=70)
