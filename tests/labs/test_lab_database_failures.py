@@ -49,7 +49,7 @@ BROKEN = {
 def test_a_broken_database_stops_progress_with_one_line(kind: str, lab_env: Path):
     make, words = BROKEN[kind]
     make(lab_env)
-    code, out, err = gpulab("progress", "--candidate", "ana")
+    code, _out, err = gpulab("progress", "--candidate", "ana")
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
@@ -77,6 +77,7 @@ def test_an_unwritable_location_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp
     blocker.write_text("x", encoding="utf-8")
     monkeypatch.setenv("GPULAB_DB", str(blocker / "attempts.db"))  # its folder would be a regular file
     code, out, err = gpulab("lab", "list", "--candidate", "ana")
+    assert "ib-301" in out  # the labs still list
     assert code == 2 and "attempts database unusable" in err and len(err.strip().splitlines()) == 1
 
 
