@@ -56,7 +56,8 @@ def test_hints_come_one_at_a_time_and_their_use_is_recorded_with_the_grade(lab_e
     assert "ibstat shows each port" in out and "lsmod" not in out
     code, out, _ = gpulab("lab", "grade", "ib-301", "--target", node, "--candidate", "ana", "--json")
     doc = json.loads(out)
-    assert code == 1 and doc["hints_used"] == 1 and doc["checks"][0]["hint"].startswith("ibstat") and "hint" not in doc["checks"][1]
+    assert code == 1 and doc["hints_used"] == 1
+    assert doc["checks"][0]["hint"].startswith("ibstat") and "hint" not in doc["checks"][1]
     with attempts.opened(lab_env) as conn:
         assert [a.hints_used for a in attempts.attempts(conn, "ana")] == [0, 1]
 
