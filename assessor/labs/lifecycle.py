@@ -73,7 +73,18 @@ def start(
                 f"(`gpulab sim init --fixture {lab.fixture} --state FILE`), or pass --replace-node"
             )
         log.append(f"{spec}: the {other} node is replaced by a fresh {lab.fixture} node (--replace-node)")
-    return log + _apply(lab, spec, "start", options, inventory, host_vars)
+    log += _apply(lab, spec, "start", options, inventory, host_vars)
+    target = parse_spec(spec, inventory) if spec else None
+    if target is not None and target.kind.name == "mock-file" and target.path is not None:
+        import uuid
+
+        from assessor.sim.state import updating
+
+        # a new id for the node this start set up: a grade on another state file (a copy of another
+        # node, a replayed one) no longer matches the start
+        with updating(target.path) as state:
+            state.node_id = uuid.uuid4().hex
+    return log
 
 
 def other_fixture(lab: Lab, spec: str | None, inventory: str | None = None) -> str | None:

@@ -36,8 +36,8 @@ Conventions a tool writer can rely on:
 Every write stamps the file (``integrity``: a keyed hash over the canonical document), so a state changed
 by anything but the simulator's own code (a hand edit) no longer matches its stamp (:func:`stamp_status`).
 The key is in this source, so the stamp is tamper *evidence* for graders, not a secret. ``node_id`` names
-the node (set on its first write; a fresh fixture is a new node) and ``marks`` lists what gpulab did to it
-that a grade must know of (a lab's reference solution applied).
+the node a lab was started on (``lab start`` sets a new one; empty on a node no lab started) and ``marks``
+lists what gpulab did to it that a grade must know of (a lab's reference solution applied).
 
 Writes are atomic (a temporary file in the same directory, fsync, ``os.replace``): a crash leaves the old
 file or the new one, never half of one. :func:`updating` holds an exclusive ``fcntl`` lock on a sidecar
@@ -331,7 +331,7 @@ class NodeState:
     # nvidia_drm hold the GPUs as on a real node, so a reset or an A100 MIG change needs a drain first
     # (:mod:`assessor.sim.gpu_clients`). False: only compute processes and ``mig_reset_blocked_by`` do.
     daemons_hold_gpus: bool = False
-    node_id: str = ""  # which simulated node this is: set on the first write, new for every fresh fixture
+    node_id: str = ""  # which simulated node this is: `lab start` gives the node it sets up a new id
     marks: list[str] = field(default_factory=list)  # what gpulab did here a grade must know ("solved mig-301")
 
     def gpu(self, index: int) -> GpuState:
@@ -485,10 +485,6 @@ def save_state(state: NodeState, path: str | os.PathLike[str]) -> None:
     """Write ``state`` to ``path`` atomically, stamped: the old file stays whole until the new one is complete."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    if not state.node_id:
-        import uuid
-
-        state.node_id = uuid.uuid4().hex
     data = to_dict(state)
     data[STAMP_KEY] = stamp(data)
     # The temporary file lives beside the target so os.replace is a rename within one filesystem.
