@@ -286,7 +286,6 @@ def reset_and_close(
         attempts.close_starts(
             conn, lab_id=lab.id, target=labcapture.target_key(spec, inventory), closed_by=closed_by, at=attempts.now()
         )
-    log.append(f"open starts of {lab.id} on {spec} closed: the next `lab start` starts a new clock")
     return log
 
 
