@@ -188,3 +188,22 @@ def test_no_start_no_attempt(lab_env: Path, tmp_path: Path):
     _code, doc = grade_json("ib-301", "mock:dgx-a100", "cy")
     assert doc["passed"] and doc["recorded"] is False and "no open" in doc["not_recorded_because"]
     assert recorded(lab_env, "cy") == []
+
+
+def test_a_design_grade_belongs_to_a_start_and_a_shown_reference_answer_is_flagged(
+    lab_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from assessor.reports.documents import grade_document
+
+    monkeypatch.setattr("getpass.getuser", lambda: "ana")
+    answer = tmp_path / "answer.yaml"
+    assert gpulab("lab", "start", "design-501")[0] == 0
+    shutil.copy(Path(__file__).parent / "data" / "design" / "design-501" / "solution.yaml", answer)
+    code, out, _ = gpulab("lab", "grade", "design-501", "--answer", str(answer), "--json")
+    doc = grade_document(json.loads(out))  # a valid gpulab.grade/1 document
+    assert code == 0 and doc["recorded"] is True and doc["flags"] == []
+    assert gpulab("lab", "solve", "design-501", "--out", str(answer))[0] == 0  # the answer shown to ana
+    code, out, _ = gpulab("lab", "grade", "design-501", "--answer", str(answer), "--json")
+    doc = grade_document(json.loads(out))
+    assert doc["recorded"] is True and any("reference answer of design-501 shown to ana" in f for f in doc["flags"])
+    assert [bool(a.flags) for a in recorded(lab_env)] == [False, True]
