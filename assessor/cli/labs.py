@@ -182,14 +182,17 @@ def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
 @lab.command("show")
 @click.argument("lab_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Metadata and README text as JSON.")
-def lab_show(lab_id: str, as_json: bool) -> None:
-    """A lab's metadata and its README, rendered as text."""
+@click.option("--candidate", help="Whose variant of the lab to show (default: the OS user).")
+def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
+    """A lab's metadata and its README, rendered as text (a lab with variants: the candidate's variant)."""
     import json
 
-    from assessor.labs.loader import find_lab
+    from assessor.labs.loader import fill, find_lab, pick_variant
 
     x = find_lab(lab_id)
     readme = x.readme.read_text(encoding="utf-8")
+    if x.variants:
+        readme = fill(readme, pick_variant(x, _candidate(candidate)))
     if as_json:
         click.echo(json.dumps({**_lab_json(x), "readme": readme}, indent=2))
         return
@@ -253,6 +256,11 @@ def lab_start(
             click.echo(line)
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
+    if x.variants:
+        from assessor.labs.loader import pick_variant
+
+        chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(x, who).items())
+        click.echo(f"your variant of {x.id}: {chosen} (read {{name}} in the instructions as these)")
     if begun.started_at < now.replace(microsecond=0):
         click.echo(
             f"{x.id} was already started by {who} at {attempts.iso(begun.started_at)}: that clock keeps running "

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ _V2 = """
 ALTER TABLE starts ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
 ALTER TABLE starts ADD COLUMN identity TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE starts ADD COLUMN baseline TEXT;
+ALTER TABLE starts ADD COLUMN variant TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE starts ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE starts ADD COLUMN row_hash TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN start_id INTEGER;
@@ -209,6 +210,7 @@ class Start:
     lab_hash: str
     identity: Identity
     baseline: dict[str, float] | None
+    variant: dict[str, Any] = field(default_factory=dict)  # the candidate's variant of the lab
 
 
 @dataclass(frozen=True)
@@ -442,6 +444,7 @@ def record_start(
     started_at: dt.datetime,
     identity: Identity | None = None,
     baseline: dict[str, float] | None = None,
+    variant: dict[str, Any] | None = None,
 ) -> Start:
     """Remember that a candidate started a lab on a node, with what passed right after the start.
 
@@ -460,6 +463,7 @@ def record_start(
             "recorded_at": micro(started_at),
             "identity": json.dumps((identity or Identity(None)).to_json(), sort_keys=True),
             "baseline": json.dumps(baseline, sort_keys=True) if baseline is not None else None,
+            "variant": json.dumps(variant or {}, sort_keys=True),
         }
         row_id = _insert(conn, "starts", values)
     found = _start_by_id(conn, row_id)
@@ -479,6 +483,7 @@ def _start(row: sqlite3.Row) -> Start:
         lab_hash=row["lab_hash"],
         identity=Identity.from_json(json.loads(row["identity"] or "{}")),
         baseline={str(k): float(v) for k, v in base.items()} if isinstance(base, dict) else None,
+        variant=json.loads(row["variant"] or "{}"),
     )
 
 
@@ -860,3 +865,14 @@ def lab_summaries(attempts_: list[Attempt]) -> dict[str, dict[str, Any]]:
             "flagged": sum(1 for a in mine if a.flags),
         }
     return out
+
+
+def open_start_on(conn: sqlite3.Connection, lab_id: str, target: str) -> Start | None:
+    """The latest open start of the lab on ``target``, whoever made it (``lab solve`` uses its variant)."""
+    row = conn.execute(
+        "SELECT * FROM starts s WHERE lab_id = ? AND target = ? AND NOT EXISTS ("
+        " SELECT 1 FROM closes c WHERE c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at)"
+        " ORDER BY id DESC LIMIT 1",
+        (lab_id, target),
+    ).fetchone()
+    return _start(row) if row else None

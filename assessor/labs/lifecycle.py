@@ -199,9 +199,12 @@ def start_and_record(
     """
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant, with_variant
 
     with attempts.guarded(db) as conn:
         _writable(conn)
+    variant = pick_variant(lab, candidate)
+    lab = with_variant(lab, variant)
     steps = start(lab, spec, options, inventory=inventory, host_vars=host_vars, replace_node=replace_node)
     if lab.is_design or not spec:
         ident, baseline, key = attempts.Identity(None), None, "design"
@@ -218,6 +221,7 @@ def start_and_record(
             started_at=attempts.now(),
             identity=ident,
             baseline=baseline,
+            variant=variant,
         )
     return steps, begun
 
@@ -243,7 +247,12 @@ def solve_and_record(
     are flagged "reference solution applied on this node" (the state file of a simulated node says so too)."""
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
+    from assessor.labs.loader import with_variant
 
+    if spec and lab.variants:  # the variant of the start on that node
+        with attempts.guarded(db) as conn:
+            begun = attempts.open_start_on(conn, lab.id, labcapture.target_key(spec, inventory))
+        lab = with_variant(lab, begun.variant if begun else None)
     log = solve(lab, spec, options, inventory=inventory, host_vars=host_vars)
     assert spec is not None  # solve() refused a missing target
     with attempts.guarded(db) as conn:
@@ -336,6 +345,10 @@ def grade_and_record(
                 flags.append(f"reference answer of {lab.id} shown to {candidate} (`lab solve`) after the start")
     except attempts.DatabaseError as exc:
         failure = exc
+    from assessor.labs.loader import pick_variant, with_variant
+
+    # graded against the candidate's variant of the lab, as their start set the node up
+    lab = with_variant(lab, begun.variant if begun else pick_variant(lab, candidate))
     now = attempts.now()
     started = begun.started_at if begun else None
     baseline = begun.baseline if begun else None

@@ -92,6 +92,9 @@ class Lab:
     repair: tuple[FaultStep, ...] = ()
     solution_answer: str | None = None  # design labs: reference answer file in the lab dir
     answer_example: str | None = None  # design labs: example answer file in the lab dir
+    variants: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> values to pick from
+    variant: dict[str, Any] = field(default_factory=dict)  # the values this Lab was built with
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # lab.yaml, for variants
 
     @property
     def is_design(self) -> bool:
