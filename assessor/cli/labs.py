@@ -88,9 +88,14 @@ def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: st
     who = _candidate(candidate)
     states: dict[str, dict[str, Any]] | None = None
     failure: Exception | None = None
+    from pathlib import Path
+
     try:
-        with attempts.guarded(db) as conn:
-            states = attempts.lab_states(conn, who, [x.id for x in labs])
+        if Path(db or attempts.default_path()).exists():  # listing never creates a database
+            with attempts.guarded(db) as conn:
+                states = attempts.lab_states(conn, who, [x.id for x in labs])
+        else:
+            states = {x.id: {"state": "not started", "best_percent": None, "attempts": 0} for x in labs}
     except attempts.DatabaseError as exc:
         failure = exc
     if as_json:
@@ -164,8 +169,12 @@ def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
     who = _candidate(candidate)
     cat = load_catalogue()
     known = {x.id: x for x in cat.labs}
-    with attempts.guarded(db) as conn:
-        rows = attempts.status(conn, who, {k: (v.time_limit_min, len(v.checks)) for k, v in known.items()})
+    from pathlib import Path
+
+    rows: list[dict[str, Any]] = []
+    if Path(db or attempts.default_path()).exists():  # no database yet: nothing is open
+        with attempts.guarded(db) as conn:
+            rows = attempts.status(conn, who, {k: (v.time_limit_min, len(v.checks)) for k, v in known.items()})
     if as_json:
         click.echo(json.dumps({"candidate": who, "open": rows}, indent=2))
         return

@@ -105,6 +105,7 @@ def target_key(spec: str, inventory: str | None = None) -> str:
 # What the state file says when gpulab's own tools were not the last to write it, or a solution was applied.
 HAND_EDITED = "state file edited by hand"
 SOLUTION_APPLIED = "reference solution applied on this node"
+SIM_COMMAND = "simulator command used on this node instead of the node's tools"
 
 
 def node_flags(spec: str | None) -> list[str]:
@@ -128,6 +129,8 @@ def node_flags(spec: str | None) -> list[str]:
     for mark in marks:
         if mark.startswith("solved "):
             out.append(f"{SOLUTION_APPLIED} (`lab solve {mark.removeprefix('solved ')}`)")
+        elif mark.startswith("sim "):  # `gpulab sim repair|fault` changes the node from outside its tools
+            out.append(f"{SIM_COMMAND} (`gpulab {mark}`)")
     return out
 
 

@@ -76,9 +76,12 @@ def test_an_unwritable_location_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
     monkeypatch.setenv("GPULAB_DB", str(blocker / "attempts.db"))  # its folder would be a regular file
-    code, out, err = gpulab("lab", "list", "--candidate", "ana")
-    assert "ib-301" in out  # the labs still list
+    code, _out, err = gpulab("progress", "--candidate", "ana")
     assert code == 2 and "attempts database unusable" in err and len(err.strip().splitlines()) == 1
+    code, out, err = gpulab("lab", "grade", "ib-301", "--target", "mock:dgx-a100", "--candidate", "ana", "--json")
+    assert code == 2 and json.loads(out)["recorded"] is False and "attempts database unusable" in err
+    code, out, _ = gpulab("lab", "list", "--candidate", "ana")
+    assert code == 0 and "ib-301" in out and "not started" in out  # listing creates nothing
 
 
 def test_a_read_only_database_shows_the_grade_and_says_it_was_not_recorded(

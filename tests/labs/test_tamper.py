@@ -207,3 +207,16 @@ def test_a_design_grade_belongs_to_a_start_and_a_shown_reference_answer_is_flagg
     doc = grade_document(json.loads(out))
     assert doc["recorded"] is True and any("reference answer of design-501 shown to ana" in f for f in doc["flags"])
     assert [bool(a.flags) for a in recorded(lab_env)] == [False, True]
+
+
+def test_a_simulator_command_marked_on_the_node_is_flagged(started: Path, lab_env: Path):
+    from assessor.sim.state import updating
+
+    fix_ib301(started)
+    with updating(started) as state:  # what `gpulab sim repair` leaves on the node it changes
+        state.marks.append("sim repair ib-port-down")
+    _code, doc = grade_json("ib-301", f"mock:{started}", "ana")
+    assert (
+        "simulator command used on this node instead of the node's tools (`gpulab sim repair ib-port-down`)"
+        in (doc["flags"])
+    )
