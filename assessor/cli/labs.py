@@ -347,6 +347,8 @@ def _print_grade(x: Any, g: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from assessor.labs.grading import ALREADY_TRUE
+
     console = _console()
     table = Table(title=_text(f"{x.id} — {x.title}"), title_justify="left")
     for col in ("check", "result", "points", "observed", "message / hint"):
@@ -355,6 +357,8 @@ def _print_grade(x: Any, g: Any) -> None:
         verdict = "PASS" if s.credit >= 1 else ("PARTIAL" if s.credit > 0 else "FAIL")
         if s.role == "guard":
             verdict = "HELD (guard)" if s.credit >= 1 else "BROKEN (guard)"
+        elif s.note == ALREADY_TRUE:
+            verdict = "PASS (true at start)"
         elif s.status in ("skip", "error") or (s.status == "warn" and s.credit == 0):
             verdict += f" ({s.status})"
         # messages and observed values come from the node: plain Text, one escaped line per part
@@ -362,7 +366,9 @@ def _print_grade(x: Any, g: Any) -> None:
         if s.note:
             text.append("\n")
             text.append_text(_text(s.note))
-        if s.credit < 1 and s.hint:
+        if s.note == ALREADY_TRUE:
+            pass  # nothing to fix: no hint
+        elif s.credit < 1 and s.hint:
             text.append("\nhint: ")
             text.append_text(_text(s.hint))
         elif s.credit < 1:

@@ -58,19 +58,25 @@ def capture_facts(
     return facts_from_snapshot(snap)
 
 
-def identity(facts: NodeFacts, spec: str | None = None) -> Identity:
+def identity(facts: NodeFacts, spec: str | None = None, inventory: str | None = None) -> Identity:
     """Which machine the facts came from: host, GPU serials and UUIDs, and (a simulated node in a state
-    file, ``mock:FILE.json``) the simulator's node id."""
+    file, ``mock:FILE.json``, also as an inventory host's ``gpulab_target``) the simulator's node id."""
     gpus = facts.gpus or []
     return Identity(
         host=facts.host,
         serials=tuple(sorted(g.serial for g in gpus if g.serial)),
         uuids=tuple(sorted(g.uuid for g in gpus if g.uuid)),
-        node_id=_sim_node_id(spec),
+        node_id=_sim_node_id(spec, inventory),
     )
 
 
-def _state_file(spec: str | None) -> Path | None:
+def _state_file(spec: str | None, inventory: str | None = None) -> Path | None:
+    """The state file of a simulated node target (an inventory host's ``gpulab_target`` included), or None."""
+    if spec and inventory is not None:
+        try:
+            spec = find_host(inventory, spec).target
+        except InputError:
+            return None
     if not spec or not spec.startswith("mock:"):
         return None
     from assessor.targets import parse_spec
@@ -79,8 +85,8 @@ def _state_file(spec: str | None) -> Path | None:
     return target.path if target.kind.name == "mock-file" else None
 
 
-def _sim_node_id(spec: str | None) -> str | None:
-    path = _state_file(spec)
+def _sim_node_id(spec: str | None, inventory: str | None = None) -> str | None:
+    path = _state_file(spec, inventory)
     if path is None:
         return None
     from assessor.sim.state import load_state
@@ -108,10 +114,10 @@ SOLUTION_APPLIED = "reference solution applied on this node"
 SIM_COMMAND = "simulator command used on this node instead of the node's tools"
 
 
-def node_flags(spec: str | None) -> list[str]:
+def node_flags(spec: str | None, inventory: str | None = None) -> list[str]:
     """Tamper evidence a simulated node carries: a state file edited by hand (its stamp does not match),
     a reference solution applied to it (``lab solve`` marks the state)."""
-    path = _state_file(spec)
+    path = _state_file(spec, inventory)
     if path is None or not path.exists():
         return []
     from assessor.sim.state import load_state, stamp_status
@@ -146,10 +152,11 @@ def start_record(
     each task check earns before the candidate did anything)."""
     from assessor.labs import grading
 
-    if _state_file(spec) is not None:
+    if _state_file(spec, inventory) is not None:
         facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-        return identity(facts, spec), grading.baseline(lab, grading.facts_evaluator(facts))
-    return identity(_passive_facts(spec, timeout=timeout, options=options, inventory=inventory), spec), None
+        return identity(facts, spec, inventory), grading.baseline(lab, grading.facts_evaluator(facts))
+    passive = _passive_facts(spec, timeout=timeout, options=options, inventory=inventory)
+    return identity(passive, spec, inventory), None
 
 
 def _passive_facts(spec: str, *, timeout: float, options: TargetOptions | None, inventory: str | None) -> NodeFacts:

@@ -8,7 +8,8 @@ whose change would not last (``mock:NAME``), is refused with what to do instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from assessor.errors import GpulabError, InputError
@@ -191,37 +192,23 @@ def start_and_record(
     replace_node: bool = False,
     timeout: float = 120.0,
 ) -> tuple[list[str], Any]:
-    """``lab start``: set the node up, then record the start with the node's identity and baseline.
+    """``lab start``: set the node up with the candidate's variant, then record the start with the node's
+    identity and baseline (:func:`record_started`).
 
     The attempts database is opened first, so an unusable one stops the start before the node changes.
     Returns the steps and the :class:`~assessor.labs.attempts.Start` (its clock is an open start's, when
     the candidate had one).
     """
     from assessor.labs import attempts
-    from assessor.labs import capture as labcapture
     from assessor.labs.loader import pick_variant, with_variant
 
     with attempts.guarded(db) as conn:
         _writable(conn)
-    variant = pick_variant(lab, candidate)
-    lab = with_variant(lab, variant)
+    lab = with_variant(lab, pick_variant(lab, candidate))
     steps = start(lab, spec, options, inventory=inventory, host_vars=host_vars, replace_node=replace_node)
-    if lab.is_design or not spec:
-        ident, baseline, key = attempts.Identity(None), None, "design"
-    else:
-        ident, baseline = labcapture.start_record(lab, spec, timeout=timeout, options=options, inventory=inventory)
-        key = labcapture.target_key(spec, inventory)
     with attempts.guarded(db) as conn:
-        begun = attempts.record_start(
-            conn,
-            candidate=candidate,
-            lab_id=lab.id,
-            target=key,
-            lab_hash=lab.digest,
-            started_at=attempts.now(),
-            identity=ident,
-            baseline=baseline,
-            variant=variant,
+        begun = record_started(
+            conn, lab, spec, candidate=candidate, options=options, inventory=inventory, timeout=timeout
         )
     return steps, begun
 
@@ -312,12 +299,8 @@ def grade_and_record(
     """``lab grade``: capture the node (or read the answer), grade against the open start, record it when
     it belongs to that start. Returns the grade (always) and the DatabaseError that kept it from being
     recorded, or None."""
-    from dataclasses import replace
-
-    from assessor.labs import attempts, grading
     from assessor.labs import capture as labcapture
 
-    flags: list[str] = []
     if lab.is_design:
         from assessor.labs import designs
 
@@ -327,45 +310,68 @@ def grade_and_record(
                 f"(format: {lab.path / (lab.answer_example or '')})"
             )
         located = designs.load_answer(answer, [c.id for c in lab.checks])
-        ident, key = attempts.Identity(host=None), "design"
+        return grade_captured(lab, located, candidate=candidate, spec=f"answer:{answer}", db=db)
+    if not spec:
+        raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
+    facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+    return grade_captured(lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory)
+
+
+def grade_captured(
+    lab: Lab,
+    captured: Any,
+    *,
+    candidate: str,
+    spec: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    conn: Any = None,
+) -> tuple[Any, Any]:
+    """Grade what was captured (a node's facts, or a design lab's answer) for ``candidate`` against their
+    open start, and record it when it belongs to that start: the step after the capture, for one node or
+    each host of a cohort (``conn``: an open attempts database to use, else ``db`` is opened).
+
+    Returns the grade, always, with ``recorded``, ``flags``, ``hints_used`` filled in, and the
+    DatabaseError that kept it from being recorded, or None.
+    """
+    from dataclasses import replace
+
+    from assessor.labs import attempts, grading
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant, with_variant
+
+    if lab.is_design:
+        ident, key, flags = attempts.Identity(host=None), "design", []
     else:
-        if not spec:
-            raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
-        facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-        ident, key = labcapture.identity(facts, spec), labcapture.target_key(spec, inventory)
-        flags = labcapture.node_flags(spec)
+        ident = labcapture.identity(captured, spec, inventory)
+        key, flags = labcapture.target_key(spec, inventory), labcapture.node_flags(spec, inventory)
     failure: attempts.DatabaseError | None = None
     begun = None
     hints = 0
     try:
-        with attempts.guarded(db) as conn:
-            begun = attempts.open_start(conn, candidate, lab.id)
-            hints = attempts.hints_used(conn, candidate, lab.id, begun.id if begun else None)
-            if lab.is_design and begun is not None and attempts.design_solved(conn, lab.id, candidate, begun):
+        with _connection(conn, db) as c:
+            begun = attempts.open_start(c, candidate, lab.id)
+            hints = attempts.hints_used(c, candidate, lab.id, begun.id if begun else None)
+            if lab.is_design and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
                 flags.append(f"reference answer of {lab.id} shown to {candidate} (`lab solve`) after the start")
     except attempts.DatabaseError as exc:
         failure = exc
-    from assessor.labs.loader import pick_variant, with_variant
-
     # graded against the candidate's variant of the lab, as their start set the node up
     lab = with_variant(lab, begun.variant if begun else pick_variant(lab, candidate))
     now = attempts.now()
     started = begun.started_at if begun else None
-    baseline = begun.baseline if begun else None
     if lab.is_design:
-        result = grading.grade_answer(lab, located, graded_at=now, started_at=started)
+        result = grading.grade_answer(lab, captured, graded_at=now, started_at=started)
     else:
-        result = grading.grade_facts(lab, facts, graded_at=now, started_at=started, baseline=baseline)
-    result.extras.update(
-        {"candidate": candidate, "target": f"answer:{answer}" if lab.is_design else spec, "host": ident.host}
-    )
-    result.extras["lab_sha256"] = lab.digest
+        baseline = begun.baseline if begun else None
+        result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline)
+    result.extras.update({"candidate": candidate, "target": spec, "host": ident.host, "lab_sha256": lab.digest})
     result = grading.with_hints_revealed(result, hints)
     if failure is None:
         try:
-            with attempts.guarded(db) as conn:
+            with _connection(conn, db) as c:
                 result = attempts.record_grade(
-                    conn,
+                    c,
                     result,
                     lab=lab,
                     candidate=candidate,
@@ -385,3 +391,48 @@ def grade_and_record(
             not_recorded_because=f"the attempts database could not be used ({failure})",
         )
     return result, failure
+
+
+def record_started(
+    conn: Any,
+    lab: Lab,
+    spec: str | None,
+    *,
+    candidate: str,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+    timeout: float = 120.0,
+) -> Any:
+    """Record the start of ``lab`` on a node just set up (with :func:`start` and the candidate's variant):
+    its identity and baseline are captured now. For one node or each host of a cohort."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant
+
+    if lab.is_design or not spec:
+        ident, baseline, key = attempts.Identity(None), None, "design"
+    else:
+        ident, baseline = labcapture.start_record(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        key = labcapture.target_key(spec, inventory)
+    return attempts.record_start(
+        conn,
+        candidate=candidate,
+        lab_id=lab.id,
+        target=key,
+        lab_hash=lab.digest,
+        started_at=attempts.now(),
+        identity=ident,
+        baseline=baseline,
+        variant=pick_variant(lab, candidate),
+    )
+
+
+@contextlib.contextmanager
+def _connection(conn: Any, db: str | None) -> Iterator[Any]:
+    from assessor.labs import attempts
+
+    if conn is not None:
+        yield conn
+        return
+    with attempts.guarded(db) as opened:
+        yield opened

@@ -135,79 +135,6 @@ def load_lab(directory: Path | str) -> Lab:
     return _build(located.data, directory)
 
 
-# ---- per-candidate variants ---------------------------------------------------------------------------
-
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
-# the parts of a lab.yaml where a {name} of its variants is filled in
-_VARIANT_KEYS = ("scenario", "solution", "grading", "answer")
-
-
-def fill(value: Any, values: dict[str, Any]) -> Any:
-    """``value`` with each ``{name}`` of ``values`` filled in: a string that is just ``{gpu}`` takes the value
-    itself (an int stays an int), other strings the value's text; lists and mappings recursively."""
-    if isinstance(value, str):
-        whole = _PLACEHOLDER.fullmatch(value)
-        if whole and whole.group(1) in values:
-            return values[whole.group(1)]
-        return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), value)
-    if isinstance(value, list):
-        return [fill(v, values) for v in value]
-    if isinstance(value, dict):
-        return {k: fill(v, values) for k, v in value.items()}
-    return value
-
-
-def placeholders(value: Any) -> set[str]:
-    """Every ``{name}`` used in ``value`` (strings, lists and mappings)."""
-    if isinstance(value, str):
-        return set(_PLACEHOLDER.findall(value))
-    if isinstance(value, list):
-        return set().union(*(placeholders(v) for v in value)) if value else set()
-    if isinstance(value, dict):
-        return set().union(*(placeholders(v) for v in value.values())) if value else set()
-    return set()
-
-
-def first_variant(data: dict[str, Any]) -> dict[str, Any]:
-    """The values a lab is built with when no candidate is named: each variant's first value."""
-    return {name: choices[0] for name, choices in (data.get("variants") or {}).items()}
-
-
-def pick_variant(lab: Lab, candidate: str) -> dict[str, Any]:
-    """The candidate's variant of ``lab``: each value picked by a hash of candidate, lab id and name, so the
-    same candidate always gets the same node set-up, and two candidates likely different ones."""
-    out = {}
-    for name, choices in sorted(lab.variants.items()):
-        digest = hashlib.sha256(f"{candidate}\0{lab.id}\0{name}".encode()).digest()
-        out[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
-    return out
-
-
-def with_variant(lab: Lab, values: dict[str, Any] | None) -> Lab:
-    """``lab`` built with these variant values (unknown names ignored; missing ones take the first value)."""
-    if not lab.variants or not values:
-        return lab
-    chosen = {**first_variant(lab.source), **{k: v for k, v in values.items() if k in lab.variants}}
-    if chosen == lab.variant:
-        return lab
-    return _build(lab.source, lab.path, chosen)
-
-
-def _variant_problems(located: Located) -> list[InputError]:
-    data: dict[str, Any] = located.data
-    declared = set(data.get("variants") or {})
-    out = []
-    for key in _VARIANT_KEYS:
-        unknown = placeholders(data.get(key) or {}) - declared
-        for name in sorted(unknown):
-            known = ", ".join(sorted(declared)) or "none declared"
-            out.append(located.error((key,), f"{{{name}}} is not a variant of this lab (variants: {known})"))
-    for name, choices in (data.get("variants") or {}).items():
-        if len({type(c) for c in choices}) > 1:
-            out.append(located.error(("variants", name), f"the values of variant {name} mix types"))
-    return out
-
-
 def schema_problems(located: Located) -> list[InputError]:
     """Schema violations, each mapped to the line of the key it is about."""
     import jsonschema
@@ -503,3 +430,76 @@ def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | Non
         variant=dict(values),
         source=source,
     )
+
+
+# ---- per-candidate variants ---------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+# the parts of a lab.yaml where a {name} of its variants is filled in
+_VARIANT_KEYS = ("scenario", "solution", "grading", "answer")
+
+
+def fill(value: Any, values: dict[str, Any]) -> Any:
+    """``value`` with each ``{name}`` of ``values`` filled in: a string that is just ``{gpu}`` takes the value
+    itself (an int stays an int), other strings the value's text; lists and mappings recursively."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in values:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), value)
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, values) for k, v in value.items()}
+    return value
+
+
+def placeholders(value: Any) -> set[str]:
+    """Every ``{name}`` used in ``value`` (strings, lists and mappings)."""
+    if isinstance(value, str):
+        return set(_PLACEHOLDER.findall(value))
+    if isinstance(value, list):
+        return set().union(*(placeholders(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return set().union(*(placeholders(v) for v in value.values())) if value else set()
+    return set()
+
+
+def first_variant(data: dict[str, Any]) -> dict[str, Any]:
+    """The values a lab is built with when no candidate is named: each variant's first value."""
+    return {name: choices[0] for name, choices in (data.get("variants") or {}).items()}
+
+
+def pick_variant(lab: Lab, candidate: str) -> dict[str, Any]:
+    """The candidate's variant of ``lab``: each value picked by a hash of candidate, lab id and name, so the
+    same candidate always gets the same node set-up, and two candidates likely different ones."""
+    out = {}
+    for name, choices in sorted(lab.variants.items()):
+        digest = hashlib.sha256(f"{candidate}\0{lab.id}\0{name}".encode()).digest()
+        out[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
+    return out
+
+
+def with_variant(lab: Lab, values: dict[str, Any] | None) -> Lab:
+    """``lab`` built with these variant values (unknown names ignored; missing ones take the first value)."""
+    if not lab.variants or not values:
+        return lab
+    chosen = {**first_variant(lab.source), **{k: v for k, v in values.items() if k in lab.variants}}
+    if chosen == lab.variant:
+        return lab
+    return _build(lab.source, lab.path, chosen)
+
+
+def _variant_problems(located: Located) -> list[InputError]:
+    data: dict[str, Any] = located.data
+    declared = set(data.get("variants") or {})
+    out = []
+    for key in _VARIANT_KEYS:
+        unknown = placeholders(data.get(key) or {}) - declared
+        for name in sorted(unknown):
+            known = ", ".join(sorted(declared)) or "none declared"
+            out.append(located.error((key,), f"{{{name}}} is not a variant of this lab (variants: {known})"))
+    for name, choices in (data.get("variants") or {}).items():
+        if len({type(c) for c in choices}) > 1:
+            out.append(located.error(("variants", name), f"the values of variant {name} mix types"))
+    return out
