@@ -220,3 +220,32 @@ def test_a_simulator_command_marked_on_the_node_is_flagged(started: Path, lab_en
         "simulator command used on this node instead of the node's tools (`gpulab sim repair ib-port-down`)"
         in (doc["flags"])
     )
+
+
+def test_a_cohort_host_backed_by_a_state_file_is_held_to_its_start(lab_env: Path, tmp_path: Path):
+    """What a cohort does per host: set up, record_started, capture, grade_captured on one connection."""
+    from assessor.labs import capture as labcapture
+    from assessor.labs import lifecycle
+    from assessor.labs.loader import find_lab
+
+    lab = find_lab("ib-301")
+    state = tmp_path / "gpu01.json"
+    inventory = tmp_path / "lab.yml"
+    inventory.write_text(f"all:\n  hosts:\n    gpu01: {{gpulab_target: 'mock:{state}'}}\n", encoding="utf-8")
+    lifecycle.start(lab, f"mock:{state}")
+    with attempts.opened(lab_env) as conn:
+        begun = lifecycle.record_started(conn, lab, "gpu01", candidate="ana", inventory=str(inventory))
+        assert begun.identity.node_id and begun.target.endswith("lab.yml#gpu01")
+        fix_ib301(state)
+        facts = labcapture.capture_facts(lab, "gpu01", inventory=str(inventory))
+        grade, failure = lifecycle.grade_captured(
+            lab, facts, candidate="ana", spec="gpu01", inventory=str(inventory), conn=conn
+        )
+        assert failure is None and grade.recorded and grade.percent == 100.0
+        lifecycle.start(lab, f"mock:{state}")  # the node is set up again outside this start: a new node id
+        fix_ib301(state)
+        facts = labcapture.capture_facts(lab, "gpu01", inventory=str(inventory))
+        grade, _ = lifecycle.grade_captured(
+            lab, facts, candidate="ana", spec="gpu01", inventory=str(inventory), conn=conn
+        )
+        assert not grade.recorded and "replaced or replayed state" in (grade.not_recorded_because or "")
