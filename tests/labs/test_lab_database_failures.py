@@ -38,8 +38,20 @@ def future(db: Path) -> None:
     raw.close()
 
 
+def garbled(db: Path) -> None:
+    """An SQLite header over pages that are not SQLite's."""
+    with attempts.opened(db):
+        pass
+    data = bytearray(db.read_bytes())
+    data[16:] = bytes((i * 7 + 3) % 256 for i in range(len(data) - 16))
+    db.write_bytes(bytes(data))
+    for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        extra.unlink(missing_ok=True)
+
+
 BROKEN = {
     "corrupt": (corrupt, "not an attempts database (not an SQLite file"),
+    "garbled": (garbled, "attempts database unusable"),
     "foreign": (foreign, "an SQLite database of another program"),
     "future": (future, "written by a newer gpulab"),
 }
