@@ -107,10 +107,15 @@ def lab() -> None:
 @click.option("--domain", help="Only this domain (drivers, mig, nccl, infiniband, health, design).")
 @click.option("--level", type=click.IntRange(1, 5), help="Only this level (1-5).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def lab_list(domain: str | None, level: int | None, as_json: bool) -> None:
-    """The labs, grouped by domain and level. Exit 2 when a lab is malformed (each problem is printed)."""
+@click.option("--candidate", help="Whose state to show per lab (default: the OS user).")
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: str | None, db: str | None) -> None:
+    """The labs, grouped by domain and level, each with the candidate's state (not started, started, passed,
+    not passed) and best score. Exit 2 when a lab is malformed (each problem is printed) or the attempts
+    database cannot be read (the labs are still listed)."""
     import json
 
+    from assessor.labs import attempts
     from assessor.labs.loader import load_catalogue
     from assessor.labs.model import DOMAINS, LEVEL_NAMES
 
@@ -118,8 +123,22 @@ def lab_list(domain: str | None, level: int | None, as_json: bool) -> None:
         raise click.BadParameter(f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain")
     cat = load_catalogue()
     labs = [x for x in cat.labs if (domain is None or x.domain == domain) and (level is None or x.level == level)]
+    who = _candidate(candidate)
+    states: dict[str, dict[str, Any]] | None = None
+    failure: Exception | None = None
+    from pathlib import Path
+
+    try:
+        if Path(db or attempts.default_path()).exists():  # listing never creates a database
+            with attempts.guarded(db) as conn:
+                states = attempts.lab_states(conn, who, [x.id for x in labs])
+        else:
+            states = {x.id: {"state": "not started", "best_percent": None, "attempts": 0} for x in labs}
+    except attempts.DatabaseError as exc:
+        failure = exc
     if as_json:
-        click.echo(json.dumps([_lab_json(x) for x in labs], indent=2))
+        rows = [{**_lab_json(x), **({"candidate": who, **states[x.id]} if states else {})} for x in labs]
+        click.echo(json.dumps(rows, indent=2))
     else:
         from rich.table import Table
 
@@ -129,18 +148,28 @@ def lab_list(domain: str | None, level: int | None, as_json: bool) -> None:
             if not mine:
                 continue
             table = Table(title=f"{d}", title_justify="left", show_lines=False)
-            for col in ("id", "level", "title", "min", "runs on"):
+            for col in ("id", "level", "title", "min", "runs on") + (("state", "best") if states else ()):
                 table.add_column(col)
             for x in mine:
-                table.add_row(
-                    x.id, f"{x.level} {LEVEL_NAMES[x.level]}", x.title, str(x.time_limit_min), ", ".join(x.runs_on)
-                )
+                cells = [
+                    x.id,
+                    f"{x.level} {LEVEL_NAMES[x.level]}",
+                    x.title,
+                    str(x.time_limit_min),
+                    ", ".join(x.runs_on),
+                ]
+                if states:
+                    st = states[x.id]
+                    cells += [st["state"], "" if st["best_percent"] is None else f"{st['best_percent']:g} %"]
+                table.add_row(*cells)
             console.print(table)
         if not labs:
             click.echo(f"no labs under {cat.root}" + (" match" if domain or level else ""))
     for err in cat.errors:
         click.echo(f"gpulab: error: {err}", err=True)
-    if cat.errors:
+    if failure is not None:
+        click.echo(f"gpulab: error: {failure}", err=True)
+    if cat.errors or failure is not None:
         sys.exit(2)
 
 
@@ -164,17 +193,53 @@ def _lab_json(x: Any) -> dict[str, Any]:
     }
 
 
+@lab.command("status")
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
+    """The candidate's open labs: where, since when, time left, hints used."""
+    import json
+
+    from assessor.labs import attempts
+    from assessor.labs.loader import load_catalogue
+
+    who = _candidate(candidate)
+    cat = load_catalogue()
+    known = {x.id: x for x in cat.labs}
+    from pathlib import Path
+
+    rows: list[dict[str, Any]] = []
+    if Path(db or attempts.default_path()).exists():  # no database yet: nothing is open
+        with attempts.guarded(db) as conn:
+            rows = attempts.status(conn, who, {k: (v.time_limit_min, len(v.checks)) for k, v in known.items()})
+    if as_json:
+        click.echo(json.dumps({"candidate": who, "open": rows}, indent=2))
+        return
+    if not rows:
+        click.echo(f"no open lab for {who}: start one with `gpulab lab start ID --target ...`")
+        return
+    for r in rows:
+        left = r["time_left_min"]
+        clock = f"{left:g} min left" if left is not None and left >= 0 else f"late by {-(left or 0):g} min"
+        hints = f"hints used {r['hints_used']} of {r['hints_available']}"
+        click.echo(f"{r['lab']}: on {r['target']} since {r['started_at']}; {clock}; {hints}")
+
+
 @lab.command("show")
 @click.argument("lab_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Metadata and README text as JSON.")
-def lab_show(lab_id: str, as_json: bool) -> None:
-    """A lab's metadata and its README, rendered as text."""
+@click.option("--candidate", help="Whose variant of the lab to show (default: the OS user).")
+def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
+    """A lab's metadata and its README, rendered as text (a lab with variants: the candidate's variant)."""
     import json
 
-    from assessor.labs.loader import find_lab
+    from assessor.labs.loader import fill, find_lab, pick_variant
 
     x = find_lab(lab_id)
     readme = x.readme.read_text(encoding="utf-8")
+    if x.variants:
+        readme = fill(readme, pick_variant(x, _candidate(candidate)))
     if as_json:
         click.echo(json.dumps({**_lab_json(x), "readme": readme}, indent=2))
         return
@@ -201,6 +266,9 @@ def lab_show(lab_id: str, as_json: bool) -> None:
 )
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option(
+    "--replace-node", is_flag=True, help="Replace a simulated node of another fixture with a fresh one of the lab's."
+)
 @ssh_options
 @cohort_options
 def lab_start(
@@ -208,6 +276,7 @@ def lab_start(
     target: str | None,
     candidate: str | None,
     db: str | None,
+    replace_node: bool,
     inventory: str | None,
     identity: str | None,
     known_hosts: str | None,
@@ -218,7 +287,10 @@ def lab_start(
 ) -> None:
     """Set the node up for the lab (or break it, for troubleshooting labs) and start its clock.
 
-    On a real node (ssh://host, or a host of --inventory) the lab's setup playbook runs through Ansible.
+    The start records the candidate, the node (host, GPU serials and UUIDs, the simulator's node id) and
+    what already passes on it: a grade counts only on that node, and only for what changed since. A second
+    start while one is open keeps the first clock (an instructor's `lab reset` closes it). On a real node
+    (ssh://host, or a host of --inventory) the lab's setup playbook runs through Ansible.
     With --inventory and no --target: every host of the inventory (--limit selects some) at once, each the
     node of its candidate (the host's gpulab_candidate, or --candidates FILE), one start recorded per host.
     """
@@ -227,6 +299,7 @@ def lab_start(
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
+    who = _candidate(candidate)
     options = target_options(identity, known_hosts, accept_new_host_keys)
     ssh = {"identity": identity, "known_hosts": known_hosts}
     group = _cohort_of(inventory, target, limit, candidates_file, candidate)
@@ -237,20 +310,31 @@ def lab_start(
         )
         click.echo(f"grade the cohort with `{grade} --out gradebook`")
         sys.exit(code)
-    steps = lifecycle.start(x, target, options, inventory=inventory)
+    now = attempts.now()
+    steps, begun = lifecycle.start_and_record(
+        x, target, options, candidate=who, db=db, inventory=inventory, replace_node=replace_node
+    )
+    for line in steps:
+        if "--replace-node" in line:
+            click.echo(line)
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
-    who = _candidate(candidate)
-    with attempts.opened(db) as conn:
-        attempts.record_start(
-            conn, candidate=who, lab_id=x.id, target=target or "design", lab_hash=x.digest, started_at=attempts.now()
+    if x.variants:
+        from assessor.labs.loader import pick_variant
+
+        chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(x, who).items())
+        click.echo(f"your variant of {x.id}: {chosen} (read {{name}} in the instructions as these)")
+    if begun.started_at < now.replace(microsecond=0):
+        click.echo(
+            f"{x.id} was already started by {who} at {attempts.iso(begun.started_at)}: that clock keeps running "
+            "(an instructor's `gpulab lab reset` closes it)"
         )
     if x.is_design:
         grade = command("lab", "grade", x.id, answer="FILE", candidate=candidate, db=db)
     else:
         grade = command("lab", "grade", x.id, inventory=inventory, target=target, **ssh, candidate=candidate, db=db)
     click.echo(
-        f"{x.id} started for {who}: {x.time_limit_min} min from now; read it with `gpulab lab show {x.id}`, "
+        f"{x.id} started for {who}: {x.time_limit_min} min from the start; read it with `gpulab lab show {x.id}`, "
         f"grade it with `{grade}`"
     )
 
@@ -296,16 +380,18 @@ def lab_grade(
 ) -> None:
     """Grade the lab: each check with what was observed, points and partial credit, total, pass or not.
 
-    Every grade is recorded in the attempts database. A grade after the time limit is marked late.
+    A grade is recorded as an attempt when it belongs to the candidate's open start on the same node;
+    otherwise it is shown with the reason it was not recorded. Tamper evidence (a state file edited by
+    hand, a reference solution applied) is shown and recorded as flags. A grade after the time limit is
+    marked late. Exit 0 when the lab is passed, 1 when not, 2 for bad input or an unusable attempts
+    database (the grade is still shown).
     With --inventory and no --target: every host of the inventory (--limit selects some) is captured at once
-    and graded for its candidate; --out DIR keeps the gradebook, --json prints it (a list of grades).
-    Exit 0 when the lab is passed (by every host), 1 when not, 2 for bad input, 3 when a host was unreachable.
+    and graded for its candidate; --out DIR keeps the gradebook, --json prints it (a list of grades); exit 3
+    when a host was unreachable.
     """
     import json
 
-    from assessor.errors import InputError
-    from assessor.labs import attempts, grading
-    from assessor.labs import capture as labcapture
+    from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
@@ -323,60 +409,31 @@ def lab_grade(
                 as_json=as_json,
             )
         )
-    who = _candidate(candidate)
-    if x.is_design:
-        if not answer:
-            raise InputError(
-                f"{x.id} is a design lab: grade your answer file with --answer FILE "
-                f"(format: {x.path / (x.answer_example or '')})"
-            )
-        from assessor.labs import designs
-
-        located = designs.load_answer(answer, [c.id for c in x.checks])
-        ident = attempts.Identity(host=None)
-        spec = f"answer:{answer}"
-    else:
-        if not target:
-            raise InputError(f"`lab grade {x.id}` needs --target (the node you worked on, e.g. mock:node.json)")
-        options = target_options(identity, known_hosts, accept_new_host_keys)
-        facts = labcapture.capture_facts(x, target, timeout=timeout, options=options, inventory=inventory)
-        ident = labcapture.identity(facts)
-        spec = target
-    with attempts.opened(db) as conn:
-        started = attempts.last_start(conn, who, x.id)
-        now = attempts.now()
-        if x.is_design:
-            result = grading.grade_answer(x, located, graded_at=now, started_at=started)
-        else:
-            result = grading.grade_facts(x, facts, graded_at=now, started_at=started)
-        result.extras.update({"candidate": who, "target": spec, "host": ident.host, "lab_sha256": x.digest})
-        attempts.record_attempt(
-            conn,
-            candidate=who,
-            lab_id=x.id,
-            lab_domain=x.domain,
-            lab_level=x.level,
-            lab_hash=x.digest,
-            target=spec,
-            identity=ident,
-            graded_at=now,
-            started_at=started,
-            late=result.late,
-            percent=result.percent,
-            points=result.points,
-            max_points=result.max_points,
-            passed=result.passed,
-            checks=[s.to_json() for s in result.scores],
-        )
+    options = None if x.is_design else target_options(identity, known_hosts, accept_new_host_keys)
+    result, failure = lifecycle.grade_and_record(
+        x,
+        candidate=_candidate(candidate),
+        spec=target,
+        answer=answer,
+        db=db,
+        options=options,
+        inventory=inventory,
+        timeout=timeout,
+    )
     if out:
         from assessor.labs.cohort import CohortHost, HostGrade, write_gradebook
 
-        host = CohortHost(spec if inventory else (ident.host or who), spec, who, "option")
+        spec = target or f"answer:{answer}"
+        who = _candidate(candidate)
+        host = CohortHost(spec if inventory else (result.extras.get("host") or who), spec, who, "option")
         write_gradebook([HostGrade(host, "graded", result)], out)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         _print_grade(x, result)
+    if failure is not None:
+        click.echo(f"gpulab: error: {failure}", err=True)
+        sys.exit(2)
     sys.exit(0 if result.passed else 1)
 
 
@@ -406,28 +463,46 @@ def _print_grade(x: Any, g: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from assessor.labs.grading import ALREADY_TRUE
+
     console = _console()
     table = Table(title=_text(f"{x.id} — {x.title}"), title_justify="left")
     for col in ("check", "result", "points", "observed", "message / hint"):
         table.add_column(col, overflow="fold")
     for s in g.scores:
         verdict = "PASS" if s.credit >= 1 else ("PARTIAL" if s.credit > 0 else "FAIL")
-        if s.status in ("skip", "error") or (s.status == "warn" and s.credit == 0):
+        if s.role == "guard":
+            verdict = "HELD (guard)" if s.credit >= 1 else "BROKEN (guard)"
+        elif s.note == ALREADY_TRUE:
+            verdict = "PASS (true at start)"
+        elif s.status in ("skip", "error") or (s.status == "warn" and s.credit == 0):
             verdict += f" ({s.status})"
         # messages and observed values come from the node: plain Text, one escaped line per part
         text = Text.assemble(_text(s.message))
         if s.note:
             text.append("\n")
             text.append_text(_text(s.note))
-        if s.credit < 1:
+        if s.note == ALREADY_TRUE:
+            pass  # nothing to fix: no hint
+        elif s.credit < 1 and s.hint:
             text.append("\nhint: ")
             text.append_text(_text(s.hint))
+        elif s.credit < 1:
+            text.append(f"\nhint: `gpulab lab hint {x.id}` (its use is recorded)")
         table.add_row(_text(s.check), Text(verdict), Text(f"{s.earned:g}/{s.points:g}"), _text(_fmt(s.observed)), text)
     console.print(table)
     verdict = "PASSED" if g.passed else "NOT PASSED"
+    guards = f"; {len(g.failed_guards)} guard(s) broken" if g.failed_guards else ""
     console.print(
-        f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed)", markup=False
+        f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed{guards})",
+        markup=False,
     )
+    for flag in g.flags:
+        console.print(Text.assemble(("FLAG", "bold"), ": ", _text(flag)))
+    if g.recorded:
+        console.print(f"recorded as an attempt (hints used: {g.hints_used})", markup=False)
+    elif g.not_recorded_because:
+        console.print(Text.assemble("NOT RECORDED: ", _text(g.not_recorded_because)))
     if g.started_at is None:
         console.print(
             f"no start recorded: the time limit ({g.time_limit_min} min) runs from `gpulab lab start`", markup=False
@@ -444,25 +519,56 @@ def _print_grade(x: Any, g: Any) -> None:
 
 @lab.command("hint")
 @click.argument("lab_id", metavar="ID")
-def lab_hint(lab_id: str) -> None:
-    """The lab's hints, in the order its checks are graded."""
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+def lab_hint(lab_id: str, candidate: str | None, db: str | None) -> None:
+    """Reveal the lab's next hint (in the order its checks are graded), with those shown before.
+
+    Hints come one at a time and each one's use is recorded with the open start: grades and
+    `gpulab progress` show how many were used.
+    """
+    from assessor.labs import attempts
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
-    for i, c in enumerate(x.checks, 1):
-        click.echo(f"{i}. {c.id} ({c.points:g} points): {c.hint}")
+    who = _candidate(candidate)
+    with attempts.guarded(db) as conn:
+        begun = attempts.open_start(conn, who, x.id)
+        new = attempts.reveal_hint(
+            conn,
+            candidate=who,
+            lab_id=x.id,
+            start_id=begun.id if begun else None,
+            available=len(x.checks),
+            at=attempts.now(),
+        )
+        shown = attempts.hints_used(conn, who, x.id, begun.id if begun else None)
+    for i, c in enumerate(x.checks[:shown], 1):
+        click.echo(f"{i}. {c.id} ({_worth(c)}): {c.hint}")
+    total = len(x.checks)
+    if new is None:
+        click.echo(f"all {total} hints of {x.id} are shown")
+    else:
+        left = total - shown
+        click.echo(f"hint {shown} of {total} revealed and recorded for {who}; {left} left")
+
+
+def _worth(c: Any) -> str:
+    return "guard, no points" if c.is_guard else f"{c.points:g} points"
 
 
 @lab.command("solve")
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @ssh_options
 @cohort_options
 def lab_solve(
     lab_id: str,
     target: str | None,
     out: str | None,
+    db: str | None,
     inventory: str | None,
     identity: str | None,
     known_hosts: str | None,
@@ -482,6 +588,7 @@ def lab_solve(
     if x.is_design:
         assert x.solution_answer is not None  # the loader requires it on design labs
         text = (x.path / x.solution_answer).read_text(encoding="utf-8")
+        lifecycle.record_design_solve(x, shown_to=_candidate(None), db=db)
         if out:
             from pathlib import Path
 
@@ -494,18 +601,21 @@ def lab_solve(
     group = _cohort_of(inventory, target, limit, candidates_file)
     if group is not None:
         sys.exit(_cohort_step(x, "solve", group, options, forks))
-    for line in lifecycle.solve(x, target, options, inventory=inventory):
+    for line in lifecycle.solve_and_record(x, target, options, solved_by=_candidate(None), db=db, inventory=inventory):
         click.echo(line)
+    click.echo(f"later grades on {target} are flagged: reference solution applied on this node")
 
 
 @lab.command("reset")
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @ssh_options
 @cohort_options
 def lab_reset(
     lab_id: str,
     target: str | None,
+    db: str | None,
     inventory: str | None,
     identity: str | None,
     known_hosts: str | None,
@@ -516,6 +626,8 @@ def lab_reset(
 ) -> None:
     """Restore the node to the lab's healthy fixture (a real node: the lab's reset playbook).
 
+    An instructor's command: it also closes the open starts of the lab on that node, so the next
+    `lab start` starts a new clock (the reset is recorded).
     With --inventory and no --target: every host of the inventory (--limit selects some) at once.
     """
     from assessor.labs import lifecycle
@@ -526,7 +638,7 @@ def lab_reset(
     group = _cohort_of(inventory, target, limit, candidates_file)
     if group is not None:
         sys.exit(_cohort_step(x, "reset", group, options, forks))
-    for line in lifecycle.reset(x, target, options, inventory=inventory):
+    for line in lifecycle.reset_and_close(x, target, options, closed_by=_candidate(None), db=db, inventory=inventory):
         click.echo(line)
 
 
@@ -544,17 +656,21 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     who = _candidate(candidate)
     cat = load_catalogue()
     rules = levels.load_rules(cat.root)
-    with attempts.opened(db) as conn:
+    with attempts.guarded(db) as conn:
         history = attempts.attempts(conn, candidate=who)
+        edited = sorted(set(attempts.chain_breaks(conn).values()))
     known = {x.id for x in cat.labs}
     best = attempts.best([a for a in history if a.lab_id in known])
     passed = {lab_id for lab_id, a in best.items() if a.passed}
     result = levels.compute(rules, cat.labs, passed)
     mismatches = attempts.machine_mismatches(history)
+    summaries = attempts.lab_summaries(history)
+    db_flags = [f"{attempts.DB_EDITED}: {why}" for why in edited]
     if as_json:
         from assessor.reports.documents import progress_document
 
-        click.echo(json.dumps(progress_document(who, history, result, passed, mismatches), indent=2))
+        doc = progress_document(who, history, result, passed, mismatches, labs=summaries, flags=db_flags)
+        click.echo(json.dumps(doc, indent=2))
         return
     from rich.table import Table
     from rich.text import Text
@@ -562,8 +678,8 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     console = _console()
     if history:
         table = Table(title=Text.assemble("attempts of ", _text(who)), title_justify="left")
-        for col in ("graded (UTC)", "lab", "score", "result", "host"):
-            table.add_column(col)
+        for col in ("graded (UTC)", "lab", "score", "result", "host", "flags"):
+            table.add_column(col, overflow="fold")
         for a in history:
             verdict = ("passed" if a.passed else "not passed") + (", late" if a.late else "")
             table.add_row(
@@ -572,8 +688,24 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
                 Text(f"{a.percent:g} %"),
                 Text(verdict),
                 _text(a.host or a.target),
+                _text("; ".join(a.flags)),
             )
         console.print(table)
+        per_lab = Table(title="best per lab (flagged attempts do not count)", title_justify="left")
+        for col in ("lab", "best", "passed", "time taken", "hints used", "attempts", "flagged"):
+            per_lab.add_column(col)
+        for lab_id, row in summaries.items():
+            taken = row["time_taken_s"]
+            per_lab.add_row(
+                _text(lab_id),
+                Text("" if row["best_percent"] is None else f"{row['best_percent']:g} %"),
+                Text("yes" if row["passed"] else "no"),
+                Text("" if taken is None else f"{taken // 60} min {taken % 60} s"),
+                Text("" if row["hints_used"] is None else str(row["hints_used"])),
+                Text(str(row["attempts"])),
+                Text(str(row["flagged"])),
+            )
+        console.print(per_lab)
     else:
         console.print(Text.assemble("no attempts recorded for ", _text(who), " yet"))
     console.print("\n[bold]Levels[/bold]")
@@ -592,5 +724,7 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
                 _text("; ".join(machines)),
             )
         )
+    for flag in db_flags:
+        console.print(Text.assemble(("FLAG", "bold"), ": ", _text(flag)))
     for err in cat.errors:
         click.echo(f"gpulab: warning: lab skipped: {err}", err=True)

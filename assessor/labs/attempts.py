@@ -13,12 +13,16 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from assessor.errors import GpulabError
+
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
+# PRAGMA application_id of a gpulab attempts database ("gpul"): tells ours from another program's SQLite file.
+APPLICATION_ID = 0x6770756C
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS starts (
@@ -26,7 +30,7 @@ CREATE TABLE IF NOT EXISTS starts (
     candidate TEXT NOT NULL,
     lab_id TEXT NOT NULL,
     target TEXT NOT NULL,
-    started_at TEXT NOT NULL,
+    started_at TEXT NOT NULL,       -- the clock: a second start while one is open keeps the first's
     lab_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS starts_by_candidate ON starts (candidate, lab_id, started_at);
@@ -52,6 +56,57 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_by_candidate ON attempts (candidate, lab_id, graded_at);
 """
+
+# Version 2: starts know the node and its baseline; closes, solves and hints; every row chained.
+_V2 = """
+ALTER TABLE starts ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
+ALTER TABLE starts ADD COLUMN identity TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE starts ADD COLUMN baseline TEXT;
+ALTER TABLE starts ADD COLUMN variant TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE starts ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE starts ADD COLUMN row_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN start_id INTEGER;
+ALTER TABLE attempts ADD COLUMN flags TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE attempts ADD COLUMN hints_used INTEGER;  -- NULL: not known (recorded by an older gpulab)
+ALTER TABLE attempts ADD COLUMN time_taken_s INTEGER;
+ALTER TABLE attempts ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN row_hash TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS closes (
+    id INTEGER PRIMARY KEY,
+    lab_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    closed_at TEXT NOT NULL,
+    closed_by TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    row_hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS solves (
+    id INTEGER PRIMARY KEY,
+    lab_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    solved_at TEXT NOT NULL,
+    solved_by TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    row_hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hints (
+    id INTEGER PRIMARY KEY,
+    candidate TEXT NOT NULL,
+    lab_id TEXT NOT NULL,
+    start_id INTEGER,
+    hint_index INTEGER NOT NULL,
+    shown_at TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    row_hash TEXT NOT NULL
+)
+"""
+
+# The tables whose rows are chained: each row's hash covers its content and the row before it.
+CHAINED = ("starts", "attempts", "closes", "solves", "hints")
+
+
+class DatabaseError(GpulabError):
+    """The attempts database cannot be used: corrupt, not gpulab's, too new, read-only or unwritable."""
 
 
 def default_path() -> Path:
@@ -85,13 +140,22 @@ def parse_time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text)
 
 
+def micro(t: dt.datetime) -> str:
+    """A time to the microsecond: orders a start, a reset and a solve made within one second."""
+    return t.astimezone(dt.UTC).isoformat(timespec="microseconds")
+
+
 @dataclass(frozen=True)
 class Identity:
-    """Which machine a grade came from: the host name can change, the GPUs' serials and UUIDs don't."""
+    """Which machine a grade came from: the host name can change, the GPUs' serials and UUIDs don't.
+
+    ``node_id`` is the simulator's id of a simulated node (new for every fresh fixture); None on real nodes.
+    """
 
     host: str | None
     serials: tuple[str, ...] = ()
     uuids: tuple[str, ...] = ()
+    node_id: str | None = None
 
     @property
     def key(self) -> str:
@@ -103,7 +167,50 @@ class Identity:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
-        return {"host": self.host, "gpu_serials": list(self.serials), "gpu_uuids": list(self.uuids)}
+        out: dict[str, Any] = {"host": self.host, "gpu_serials": list(self.serials), "gpu_uuids": list(self.uuids)}
+        if self.node_id:
+            out["node_id"] = self.node_id
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Identity:
+        data = data if isinstance(data, dict) else {}
+        return cls(
+            host=data.get("host"),
+            serials=tuple(data.get("gpu_serials") or ()),
+            uuids=tuple(data.get("gpu_uuids") or ()),
+            node_id=data.get("node_id"),
+        )
+
+
+def identity_mismatch(started: Identity, graded: Identity) -> str | None:
+    """Why ``graded`` is not the machine the lab was started on, or None when it is."""
+    if started.node_id and graded.node_id != started.node_id:
+        return (
+            f"the simulated node graded (id {graded.node_id or 'none'}) is not the one the lab was started on "
+            f"(id {started.node_id}): a replaced or replayed state"
+        )
+    if started.key and graded.key != started.key:
+        return "its GPU serials and UUIDs are not those of the node the lab was started on"
+    if started.host and graded.host != started.host:
+        return f"its host name {graded.host!r} is not {started.host!r}, the node the lab was started on"
+    return None
+
+
+@dataclass(frozen=True)
+class Start:
+    """A ``lab start``: who, which lab, which node, when the clock started, what passed right after."""
+
+    id: int
+    candidate: str
+    lab_id: str
+    target: str
+    started_at: dt.datetime  # the clock
+    recorded_at: str  # when this start was made (a second start keeps the first's clock)
+    lab_hash: str
+    identity: Identity
+    baseline: dict[str, float] | None
+    variant: dict[str, Any] = field(default_factory=dict)  # the candidate's variant of the lab
 
 
 @dataclass(frozen=True)
@@ -126,31 +233,83 @@ class Attempt:
     max_points: float
     passed: bool
     checks: list[dict[str, Any]]
+    start_id: int | None = None
+    flags: tuple[str, ...] = ()  # tamper evidence on the grade, and an edited row of the database
+    hints_used: int | None = None
+    time_taken_s: int | None = None
+
+    @property
+    def counts(self) -> bool:
+        """A flagged attempt is shown, never counted towards a level."""
+        return not self.flags
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["flags"] = list(self.flags)
+        return out
 
 
 def connect(path: Path | str | None = None) -> sqlite3.Connection:
-    """Open (creating when needed) the attempts database in WAL mode with a busy timeout."""
+    """Open (creating when needed) the attempts database in WAL mode with a busy timeout.
+
+    DatabaseError when the file is not a gpulab attempts database this version can use.
+    """
     p = Path(path) if path is not None else default_path()
+    if p.is_dir():
+        raise DatabaseError(f"{p}: a directory, not an attempts database")
+    if p.is_file() and p.stat().st_size:
+        with p.open("rb") as fh:
+            head = fh.read(16)
+        if head != b"SQLite format 3\x00":
+            raise DatabaseError(f"{p}: not an attempts database (not an SQLite file; corrupt or another program's)")
     p.parent.mkdir(parents=True, exist_ok=True)
     # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so a write never upgrades a read lock
     # half-way (the classic cause of "database is locked" despite a busy timeout).
     conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    _wal(conn)
-    conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
-    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        with transaction(conn):
-            if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                # statement by statement: executescript() would COMMIT our transaction first
-                for statement in _DDL.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _check_ours(conn, p)
+        _wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            with transaction(conn):
+                _migrate(conn, p)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _check_ours(conn: sqlite3.Connection, p: Path) -> None:
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app not in (0, APPLICATION_ID) or (app == 0 and tables and not {"starts", "attempts"} <= tables):
+        raise DatabaseError(f"{p}: an SQLite database of another program, not gpulab's attempts database")
+    if version > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{p}: written by a newer gpulab (database version {version}; this gpulab reads up to {SCHEMA_VERSION})"
+        )
+
+
+def _migrate(conn: sqlite3.Connection, p: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise DatabaseError(f"{p}: written by a newer gpulab (database version {version})")
+    # statement by statement: executescript() would COMMIT our transaction first
+    if version < 1:
+        for statement in _DDL.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    if version < 2:
+        for statement in _V2.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        for table in CHAINED:  # rows of version 1 join the chain as they are
+            _rechain(conn, table)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _wal(conn: sqlite3.Connection) -> None:
@@ -185,6 +344,32 @@ def opened(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
 
 
 @contextlib.contextmanager
+def guarded(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
+    """:func:`opened`, with every SQLite or file-system failure turned into one-line :class:`DatabaseError`."""
+    p = Path(path) if path is not None else default_path()
+    try:
+        with opened(p) as conn:
+            yield conn
+    except DatabaseError:
+        raise
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"{p}: attempts database unusable: {_sqlite_words(exc)}") from None
+    except OSError as exc:
+        raise DatabaseError(f"{p}: attempts database unusable: {exc.strerror or exc}") from None
+
+
+def _sqlite_words(exc: sqlite3.Error) -> str:
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return "read-only (grades cannot be recorded)"
+    if "unable to open" in text:
+        return "cannot be opened or created there"
+    if "not a database" in text or "malformed" in text:
+        return "corrupt"
+    return text
+
+
+@contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to the busy timeout)."""
     conn.execute("BEGIN IMMEDIATE")
@@ -197,23 +382,189 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+# ---- the chain: each row's hash covers its content and the hash of the row before it ----------------
+
+
+def _row_hash(prev: str, values: dict[str, Any]) -> str:
+    import hashlib
+
+    body = {k: v for k, v in values.items() if k not in ("id", "prev_hash", "row_hash")}
+    text = prev + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _insert(conn: sqlite3.Connection, table: str, values: dict[str, Any]) -> int:
+    """Insert a chained row (inside the caller's transaction); returns its id."""
+    last = conn.execute(f"SELECT row_hash FROM {table} ORDER BY id DESC LIMIT 1").fetchone()
+    prev = last[0] if last else ""
+    row = {**values, "prev_hash": prev, "row_hash": _row_hash(prev, values)}
+    columns = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    cur = conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values()))
+    return int(cur.lastrowid or 0)
+
+
+def _rechain(conn: sqlite3.Connection, table: str) -> None:
+    prev = ""
+    for row in conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall():
+        values = dict(row)
+        h = _row_hash(prev, values)
+        conn.execute(f"UPDATE {table} SET prev_hash = ?, row_hash = ? WHERE id = ?", (prev, h, values["id"]))
+        prev = h
+
+
+def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
+    """Rows changed, removed or added by hand since gpulab wrote them: (table, row id) -> why."""
+    out: dict[tuple[str, int], str] = {}
+    for table in CHAINED:
+        prev = ""
+        for row in conn.execute(f"SELECT * FROM {table} ORDER BY id"):
+            values = dict(row)
+            if values["prev_hash"] != prev:
+                out[(table, values["id"])] = f"{table} row {values['id']}: a row before it was removed or changed"
+            elif values["row_hash"] != _row_hash(prev, values):
+                out[(table, values["id"])] = f"{table} row {values['id']}: edited after gpulab wrote it"
+            prev = values["row_hash"]
+    return out
+
+
+DB_EDITED = "attempts database edited by hand"
+
+
+# ---- starts, closes, solves, hints -------------------------------------------------------------------
+
+
 def record_start(
-    conn: sqlite3.Connection, *, candidate: str, lab_id: str, target: str, lab_hash: str, started_at: dt.datetime
-) -> None:
-    """Remember when a candidate started a lab (the time limit runs from the latest start)."""
+    conn: sqlite3.Connection,
+    *,
+    candidate: str,
+    lab_id: str,
+    target: str,
+    lab_hash: str,
+    started_at: dt.datetime,
+    identity: Identity | None = None,
+    baseline: dict[str, float] | None = None,
+    variant: dict[str, Any] | None = None,
+) -> Start:
+    """Remember that a candidate started a lab on a node, with what passed right after the start.
+
+    A start while one of the same candidate and lab is still open (not closed by ``lab reset``) keeps the
+    open one's clock: starting again does not clear "late".
+    """
     with transaction(conn):
-        conn.execute(
-            "INSERT INTO starts (candidate, lab_id, target, started_at, lab_hash) VALUES (?, ?, ?, ?, ?)",
-            (candidate, lab_id, target, iso(started_at), lab_hash),
-        )
+        current = open_start(conn, candidate, lab_id)
+        clock = current.started_at if current is not None else started_at
+        values = {
+            "candidate": candidate,
+            "lab_id": lab_id,
+            "target": target,
+            "started_at": iso(clock),
+            "lab_hash": lab_hash,
+            "recorded_at": micro(started_at),
+            "identity": json.dumps((identity or Identity(None)).to_json(), sort_keys=True),
+            "baseline": json.dumps(baseline, sort_keys=True) if baseline is not None else None,
+            "variant": json.dumps(variant or {}, sort_keys=True),
+        }
+        row_id = _insert(conn, "starts", values)
+    found = _start_by_id(conn, row_id)
+    assert found is not None
+    return found
+
+
+def _start(row: sqlite3.Row) -> Start:
+    base = json.loads(row["baseline"]) if row["baseline"] else None
+    return Start(
+        id=row["id"],
+        candidate=row["candidate"],
+        lab_id=row["lab_id"],
+        target=row["target"],
+        started_at=parse_time(row["started_at"]),
+        recorded_at=row["recorded_at"] or row["started_at"],
+        lab_hash=row["lab_hash"],
+        identity=Identity.from_json(json.loads(row["identity"] or "{}")),
+        baseline={str(k): float(v) for k, v in base.items()} if isinstance(base, dict) else None,
+        variant=json.loads(row["variant"] or "{}"),
+    )
+
+
+def _start_by_id(conn: sqlite3.Connection, start_id: int) -> Start | None:
+    row = conn.execute("SELECT * FROM starts WHERE id = ?", (start_id,)).fetchone()
+    return _start(row) if row else None
+
+
+def open_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> Start | None:
+    """The candidate's latest start of the lab that no ``lab reset`` closed since, or None."""
+    row = conn.execute(
+        "SELECT * FROM starts s WHERE candidate = ? AND lab_id = ? AND NOT EXISTS ("
+        " SELECT 1 FROM closes c WHERE c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at)"
+        " ORDER BY id DESC LIMIT 1",
+        (candidate, lab_id),
+    ).fetchone()
+    return _start(row) if row else None
+
+
+def open_starts(conn: sqlite3.Connection, candidate: str) -> list[Start]:
+    """Every lab the candidate has open, one start each (the latest)."""
+    labs = [r[0] for r in conn.execute("SELECT DISTINCT lab_id FROM starts WHERE candidate = ?", (candidate,))]
+    found = [open_start(conn, candidate, lab) for lab in sorted(labs)]
+    return [s for s in found if s is not None]
 
 
 def last_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> dt.datetime | None:
-    row = conn.execute(
-        "SELECT started_at FROM starts WHERE candidate = ? AND lab_id = ? ORDER BY started_at DESC, id DESC LIMIT 1",
-        (candidate, lab_id),
-    ).fetchone()
-    return parse_time(row[0]) if row else None
+    """When the clock of the candidate's open start of the lab started (None: no open start)."""
+    start = open_start(conn, candidate, lab_id)
+    return start.started_at if start else None
+
+
+def close_starts(conn: sqlite3.Connection, *, lab_id: str, target: str, closed_by: str, at: dt.datetime) -> None:
+    """``lab reset``: close every open start of the lab on that target (the next start has a new clock)."""
+    with transaction(conn):
+        _insert(conn, "closes", {"lab_id": lab_id, "target": target, "closed_at": micro(at), "closed_by": closed_by})
+
+
+def record_solve(conn: sqlite3.Connection, *, lab_id: str, target: str, solved_by: str, at: dt.datetime) -> None:
+    """``lab solve`` on a node: later grades of starts made before it on that node are flagged."""
+    with transaction(conn):
+        _insert(conn, "solves", {"lab_id": lab_id, "target": target, "solved_at": micro(at), "solved_by": solved_by})
+
+
+def solves_since(conn: sqlite3.Connection, target: str, since: str) -> list[str]:
+    """Labs whose reference solution was applied on ``target`` at or after ``since`` (a start's recorded_at)."""
+    rows = conn.execute(
+        "SELECT DISTINCT lab_id FROM solves WHERE target = ? AND solved_at >= ? ORDER BY lab_id", (target, since)
+    )
+    return [r[0] for r in rows]
+
+
+def hints_used(conn: sqlite3.Connection, candidate: str, lab_id: str, start_id: int | None) -> int:
+    """How many hints the candidate has revealed for this start of the lab (or without a start)."""
+    sql = "SELECT COUNT(*) FROM hints WHERE candidate = ? AND lab_id = ? AND start_id IS ?"
+    return int(conn.execute(sql, (candidate, lab_id, start_id)).fetchone()[0])
+
+
+def reveal_hint(
+    conn: sqlite3.Connection, *, candidate: str, lab_id: str, start_id: int | None, available: int, at: dt.datetime
+) -> int | None:
+    """Record that the next hint is shown; returns its 0-based index, or None when all ``available`` are out."""
+    with transaction(conn):
+        shown = hints_used(conn, candidate, lab_id, start_id)
+        if shown >= available:
+            return None
+        _insert(
+            conn,
+            "hints",
+            {
+                "candidate": candidate,
+                "lab_id": lab_id,
+                "start_id": start_id,
+                "hint_index": shown,
+                "shown_at": micro(at),
+            },
+        )
+    return shown
+
+
+# ---- attempts -----------------------------------------------------------------------------------------
 
 
 def insert_attempt(
@@ -234,33 +585,36 @@ def insert_attempt(
     max_points: float,
     passed: bool,
     checks: list[dict[str, Any]],
+    start_id: int | None = None,
+    flags: list[str] | tuple[str, ...] = (),
+    hints_used: int | None = None,
+    time_taken_s: int | None = None,
 ) -> int:
     """Insert one attempt row inside the caller's transaction; returns its id."""
-    cur = conn.execute(
-        "INSERT INTO attempts (candidate, lab_id, lab_domain, lab_level, lab_hash, target, host, machine, identity,"
-        " graded_at, started_at, late, percent, points, max_points, passed, checks)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            candidate,
-            lab_id,
-            lab_domain,
-            lab_level,
-            lab_hash,
-            target,
-            identity.host,
-            identity.key,
-            json.dumps(identity.to_json(), sort_keys=True),
-            iso(graded_at),
-            iso(started_at) if started_at else None,
-            int(late),
-            percent,
-            points,
-            max_points,
-            int(passed),
-            json.dumps(checks, sort_keys=True),
-        ),
-    )
-    return int(cur.lastrowid or 0)
+    values = {
+        "candidate": candidate,
+        "lab_id": lab_id,
+        "lab_domain": lab_domain,
+        "lab_level": lab_level,
+        "lab_hash": lab_hash,
+        "target": target,
+        "host": identity.host,
+        "machine": identity.key,
+        "identity": json.dumps(identity.to_json(), sort_keys=True),
+        "graded_at": iso(graded_at),
+        "started_at": iso(started_at) if started_at else None,
+        "late": int(late),
+        "percent": percent,
+        "points": points,
+        "max_points": max_points,
+        "passed": int(passed),
+        "checks": json.dumps(checks, sort_keys=True),
+        "start_id": start_id,
+        "flags": json.dumps(list(flags)),
+        "hints_used": hints_used,
+        "time_taken_s": time_taken_s,
+    }
+    return _insert(conn, "attempts", values)
 
 
 def record_attempt(conn: sqlite3.Connection, **fields: Any) -> int:
@@ -269,7 +623,13 @@ def record_attempt(conn: sqlite3.Connection, **fields: Any) -> int:
         return insert_attempt(conn, **fields)
 
 
-def _attempt(row: sqlite3.Row) -> Attempt:
+def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
+    try:
+        flags = [str(f) for f in json.loads(row["flags"] or "[]")]
+    except ValueError:
+        flags = [f"flags unreadable: {row['flags']!r}"]
+    if broken:
+        flags.append(f"{DB_EDITED}: {broken}")
     return Attempt(
         id=row["id"],
         candidate=row["candidate"],
@@ -289,11 +649,19 @@ def _attempt(row: sqlite3.Row) -> Attempt:
         max_points=row["max_points"],
         passed=bool(row["passed"]),
         checks=json.loads(row["checks"]),
+        start_id=row["start_id"],
+        flags=tuple(flags),
+        hints_used=row["hints_used"],
+        time_taken_s=row["time_taken_s"],
     )
 
 
 def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str | None = None) -> list[Attempt]:
-    """Attempts, oldest first, optionally of one candidate and/or one lab."""
+    """Attempts, oldest first, optionally of one candidate and/or one lab.
+
+    A row edited by hand since gpulab wrote it (its chained hash no longer matches) carries the flag
+    "attempts database edited by hand" with the reason.
+    """
     sql, args = "SELECT * FROM attempts WHERE 1=1", []
     if candidate is not None:
         sql += " AND candidate = ?"
@@ -301,13 +669,19 @@ def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str
     if lab_id is not None:
         sql += " AND lab_id = ?"
         args.append(lab_id)
-    return [_attempt(r) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
+    breaks = {row_id: why for (table, row_id), why in chain_breaks(conn).items() if table == "attempts"}
+    return [_attempt(r, breaks.get(r["id"])) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
 
 
 def best(attempts_: list[Attempt]) -> dict[str, Attempt]:
-    """Each lab's best attempt: a pass beats a fail, then the higher score, then the earlier one."""
+    """Each lab's best attempt: a pass beats a fail, then the higher score, then the earlier one.
+
+    A flagged attempt (tamper evidence) never counts: it is shown, not a best.
+    """
     out: dict[str, Attempt] = {}
     for a in attempts_:
+        if not a.counts:
+            continue
         cur = out.get(a.lab_id)
         if cur is None or (a.passed, a.percent) > (cur.passed, cur.percent):
             out[a.lab_id] = a
@@ -328,3 +702,177 @@ def machine_mismatches(attempts_: list[Attempt]) -> dict[str, list[str]]:
         for lab, machines in seen.items()
         if len(machines) > 1
     }
+
+
+# ---- does a grade belong to a start? -------------------------------------------------------------------
+
+
+def why_not_recorded(
+    start: Start | None, *, candidate: str, lab_id: str, target: str, identity: Identity, design: bool = False
+) -> str | None:
+    """Why a grade is shown but not recorded as an attempt of the lab, or None when it belongs to ``start``.
+
+    ``target`` is the graded target as :func:`assessor.labs.capture.target_key` writes it.
+    """
+    if start is None:
+        return (
+            f"no open `gpulab lab start {lab_id}` by {candidate}: a grade is recorded only for a lab "
+            f"{candidate} started"
+        )
+    if design:
+        return None
+    if start.target != target:
+        return f"graded {target}, but {candidate} started {lab_id} on {start.target}"
+    mismatch = identity_mismatch(start.identity, identity)
+    if mismatch:
+        return f"not the node {lab_id} was started on: {mismatch}"
+    return None
+
+
+def record_grade(
+    conn: sqlite3.Connection,
+    grade: Any,
+    *,
+    lab: Any,
+    candidate: str,
+    target: str,
+    identity: Identity,
+    start: Start | None,
+    flags: list[str] | tuple[str, ...] = (),
+    hints: int = 0,
+) -> Any:
+    """Record ``grade`` (a :class:`assessor.labs.grading.Grade`) as an attempt when it belongs to ``start``.
+
+    Returns the grade with ``recorded``, ``not_recorded_because``, ``flags`` and ``hints_used`` filled in.
+    ``flags`` is the node's own tamper evidence; a ``lab solve`` on the target since the start adds one.
+    """
+    from dataclasses import replace
+
+    reason = why_not_recorded(
+        start, candidate=candidate, lab_id=lab.id, target=target, identity=identity, design=lab.is_design
+    )
+    all_flags = list(flags)
+    if start is not None and not lab.is_design:
+        for solved in solves_since(conn, start.target, start.recorded_at):
+            all_flags.append(f"reference solution applied on this node (`lab solve {solved}` after the start)")
+    all_flags = list(dict.fromkeys(all_flags))
+    grade = replace(grade, flags=tuple(all_flags), hints_used=hints)
+    if reason is not None:
+        return replace(grade, recorded=False, not_recorded_because=reason)
+    assert start is not None
+    record_attempt(
+        conn,
+        candidate=candidate,
+        lab_id=lab.id,
+        lab_domain=lab.domain,
+        lab_level=lab.level,
+        lab_hash=lab.digest,
+        target=target,
+        identity=identity,
+        graded_at=grade.graded_at,
+        started_at=grade.started_at,
+        late=grade.late,
+        percent=grade.percent,
+        points=grade.points,
+        max_points=grade.max_points,
+        passed=grade.passed,
+        checks=[s.to_json() for s in grade.scores],
+        start_id=start.id,
+        flags=all_flags,
+        hints_used=hints,
+        time_taken_s=grade.time_taken_s,
+    )
+    return replace(grade, recorded=True, not_recorded_because=None)
+
+
+def design_solved(conn: sqlite3.Connection, lab_id: str, candidate: str, start: Start) -> bool:
+    """Whether the reference answer of design lab ``lab_id`` was shown to ``candidate`` since ``start``."""
+    row = conn.execute(
+        "SELECT 1 FROM solves WHERE lab_id = ? AND target = 'design' AND solved_by = ? AND solved_at >= ? LIMIT 1",
+        (lab_id, candidate, start.recorded_at),
+    ).fetchone()
+    return row is not None
+
+
+# ---- the candidate's view -------------------------------------------------------------------------------
+
+
+def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each lab's state for the candidate: ``not started``, ``started`` (open, no pass yet), ``passed`` or
+    ``not passed`` (graded, not passed, no open start), with the best score (flagged attempts do not count)."""
+    history = attempts(conn, candidate=candidate)
+    top = best(history)
+    out: dict[str, dict[str, Any]] = {}
+    for lab_id in lab_ids:
+        a = top.get(lab_id)
+        begun = open_start(conn, candidate, lab_id)
+        if a is not None and a.passed:
+            state = "passed"
+        elif begun is not None:
+            state = "started"
+        elif a is not None:
+            state = "not passed"
+        else:
+            state = "not started"
+        out[lab_id] = {
+            "state": state,
+            "best_percent": a.percent if a else None,
+            "attempts": sum(1 for h in history if h.lab_id == lab_id),
+        }
+    return out
+
+
+def status(
+    conn: sqlite3.Connection, candidate: str, labs: dict[str, tuple[int, int]], at: dt.datetime | None = None
+) -> list[dict[str, Any]]:
+    """The candidate's open labs: target, start, minutes left (negative: late), hints used of those available.
+
+    ``labs`` maps a lab id to (time limit in minutes, number of hints).
+    """
+    at = at or now()
+    out = []
+    for s in open_starts(conn, candidate):
+        limit, available = labs.get(s.lab_id, (None, None))
+        elapsed = (at - s.started_at).total_seconds() / 60.0
+        out.append(
+            {
+                "lab": s.lab_id,
+                "target": s.target,
+                "started_at": iso(s.started_at),
+                "time_limit_min": limit,
+                "time_left_min": round(limit - elapsed, 1) if limit is not None else None,
+                "hints_used": hints_used(conn, candidate, s.lab_id, s.id),
+                "hints_available": available,
+            }
+        )
+    return out
+
+
+def lab_summaries(attempts_: list[Attempt]) -> dict[str, dict[str, Any]]:
+    """Per lab: best score, passed, time taken by the best attempt, attempts, hints used (most of any
+    attempt), flagged attempts; flagged attempts are never the best."""
+    top = best(attempts_)
+    out: dict[str, dict[str, Any]] = {}
+    for lab_id in sorted({a.lab_id for a in attempts_}):
+        mine = [a for a in attempts_ if a.lab_id == lab_id]
+        b = top.get(lab_id)
+        out[lab_id] = {
+            "best_percent": b.percent if b else None,
+            "passed": bool(b and b.passed),
+            "time_taken_s": b.time_taken_s if b else None,
+            "attempts": len(mine),
+            "hints_used": max((a.hints_used for a in mine if a.hints_used is not None), default=None),
+            "flagged": sum(1 for a in mine if a.flags),
+        }
+    return out
+
+
+def open_start_on(conn: sqlite3.Connection, lab_id: str, target: str) -> Start | None:
+    """The latest open start of the lab on ``target``, whoever made it (``lab solve`` uses its variant)."""
+    row = conn.execute(
+        "SELECT * FROM starts s WHERE lab_id = ? AND target = ? AND NOT EXISTS ("
+        " SELECT 1 FROM closes c WHERE c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at)"
+        " ORDER BY id DESC LIMIT 1",
+        (lab_id, target),
+    ).fetchone()
+    return _start(row) if row else None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from assessor.errors import InputError
 from assessor.facts import NodeFacts
 from assessor.labs.attempts import Identity
 from assessor.labs.model import Lab
@@ -56,11 +58,117 @@ def capture_facts(
     return facts_from_snapshot(snap)
 
 
-def identity(facts: NodeFacts) -> Identity:
-    """Which machine the facts came from: host, GPU serials and UUIDs."""
+def identity(facts: NodeFacts, spec: str | None = None, inventory: str | None = None) -> Identity:
+    """Which machine the facts came from: host, GPU serials and UUIDs, and (a simulated node in a state
+    file, ``mock:FILE.json``, also as an inventory host's ``gpulab_target``) the simulator's node id."""
     gpus = facts.gpus or []
     return Identity(
         host=facts.host,
         serials=tuple(sorted(g.serial for g in gpus if g.serial)),
         uuids=tuple(sorted(g.uuid for g in gpus if g.uuid)),
+        node_id=_sim_node_id(spec, inventory),
     )
+
+
+def _state_file(spec: str | None, inventory: str | None = None) -> Path | None:
+    """The state file of a simulated node target (an inventory host's ``gpulab_target`` included), or None."""
+    if spec and inventory is not None:
+        try:
+            spec = find_host(inventory, spec).target
+        except InputError:
+            return None
+    if not spec or not spec.startswith("mock:"):
+        return None
+    from assessor.targets import parse_spec
+
+    target = parse_spec(spec)
+    return target.path if target.kind.name == "mock-file" else None
+
+
+def _sim_node_id(spec: str | None, inventory: str | None = None) -> str | None:
+    path = _state_file(spec, inventory)
+    if path is None:
+        return None
+    from assessor.sim.state import load_state
+
+    try:
+        return load_state(path).node_id or None
+    except InputError:
+        return None
+
+
+def target_key(spec: str, inventory: str | None = None) -> str:
+    """The target as a start and a grade compare it: a state file by its absolute path, an inventory host
+    with its inventory, anything else as written."""
+    path = _state_file(spec) if inventory is None else None
+    if path is not None:
+        return f"mock:{path.resolve()}"
+    if inventory is not None:
+        return f"{Path(inventory).resolve()}#{spec}"
+    return spec
+
+
+# What the state file says when gpulab's own tools were not the last to write it, or a solution was applied.
+HAND_EDITED = "state file edited by hand"
+SOLUTION_APPLIED = "reference solution applied on this node"
+SIM_COMMAND = "simulator command used on this node instead of the node's tools"
+
+
+def node_flags(spec: str | None, inventory: str | None = None) -> list[str]:
+    """Tamper evidence a simulated node carries: a state file edited by hand (its stamp does not match),
+    a reference solution applied to it (``lab solve`` marks the state)."""
+    path = _state_file(spec, inventory)
+    if path is None or not path.exists():
+        return []
+    from assessor.sim.state import load_state, stamp_status
+
+    out = []
+    status = stamp_status(path)
+    if status == "mismatch":
+        out.append(f"{HAND_EDITED}: {path.name} was changed since the simulator last wrote it")
+    elif status == "missing":
+        out.append(f"{HAND_EDITED}: {path.name} has no integrity stamp (not written by the simulator)")
+    try:
+        marks = load_state(path).marks
+    except InputError:
+        marks = []
+    for mark in marks:
+        if mark.startswith("solved "):
+            out.append(f"{SOLUTION_APPLIED} (`lab solve {mark.removeprefix('solved ')}`)")
+        elif mark.startswith("sim "):  # `gpulab sim repair|fault` changes the node from outside its tools
+            out.append(f"{SIM_COMMAND} (`gpulab {mark}`)")
+    return out
+
+
+def start_record(
+    lab: Lab,
+    spec: str,
+    *,
+    timeout: float = 120.0,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+) -> tuple[Identity, dict[str, float] | None]:
+    """Right after ``lab start``: the node's identity and, on a simulated node, the lab's baseline (what
+    each task check earns before the candidate did anything)."""
+    from assessor.labs import grading
+
+    if _state_file(spec, inventory) is not None:
+        facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        return identity(facts, spec, inventory), grading.baseline(lab, grading.facts_evaluator(facts))
+    passive = _passive_facts(spec, timeout=timeout, options=options, inventory=inventory)
+    return identity(passive, spec, inventory), None
+
+
+def _passive_facts(spec: str, *, timeout: float, options: TargetOptions | None, inventory: str | None) -> NodeFacts:
+    """A capture without active tests: enough to say which machine it is."""
+    from assessor.parsers.assemble import facts_from_snapshot
+    from assessor.targets import open_target
+
+    target: Any
+    if inventory is not None:
+        host = find_host(inventory, spec)
+        ssh = host.ssh if host.target.startswith("ssh://") else None
+        target = open_target(host.target, options, name=host.name, ssh=ssh)
+    else:
+        target = open_target(spec, options)
+    return facts_from_snapshot(target.snapshot(timeout=timeout, active=()))

@@ -13,7 +13,6 @@ and :func:`_record_grade`.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -270,7 +269,7 @@ def start(
     if ready:
         with attempts.opened(db) as conn:
             for host in ready:
-                _record_start(conn, lab, host, attempts.now())
+                _record_start(conn, lab, host, cohort, options)
     return outcomes
 
 
@@ -287,7 +286,7 @@ def grade(
 
     Grades are in cohort order; a host that could not be captured has none and says why.
     """
-    from assessor.labs import attempts, grading
+    from assessor.labs import attempts
     from assessor.labs import capture as labcapture
     from assessor.targets.ssh_connection import HostError
 
@@ -314,57 +313,33 @@ def grade(
             if facts is None:
                 out.append(HostGrade(host, status, None, message))
                 continue
-            started = attempts.last_start(conn, host.candidate, lab.id)
-            now = attempts.now()
-            result = grading.grade_facts(lab, facts, graded_at=now, started_at=started)
-            ident = labcapture.identity(facts)
-            result.extras.update(
-                {"candidate": host.candidate, "target": host.name, "host": ident.host, "lab_sha256": lab.digest}
-            )
-            _record_grade(conn, lab, host, result, ident, now, started)
+            result = _record_grade(conn, lab, host, facts, cohort)
             out.append(HostGrade(host, "graded", result))
     return out
 
 
-def _record_start(conn: sqlite3.Connection, lab: Lab, host: CohortHost, when: dt.datetime) -> None:
-    """One recorded start for the host's candidate (the single place a cohort writes a start)."""
-    from assessor.labs import attempts
-
-    attempts.record_start(
-        conn, candidate=host.candidate, lab_id=lab.id, target=host.name, lab_hash=lab.digest, started_at=when
-    )
-
-
-def _record_grade(
-    conn: sqlite3.Connection,
-    lab: Lab,
-    host: CohortHost,
-    result: Grade,
-    ident: Any,
-    when: dt.datetime,
-    started: dt.datetime | None,
+def _record_start(
+    conn: sqlite3.Connection, lab: Lab, host: CohortHost, cohort: Cohort, options: TargetOptions | None
 ) -> None:
-    """One recorded attempt for the host's candidate (the single place a cohort writes a grade)."""
-    from assessor.labs import attempts
+    """One recorded start for the host's candidate, with the node's identity and baseline (the single place
+    a cohort writes a start)."""
+    from assessor.labs import lifecycle
 
-    attempts.record_attempt(
-        conn,
-        candidate=host.candidate,
-        lab_id=lab.id,
-        lab_domain=lab.domain,
-        lab_level=lab.level,
-        lab_hash=lab.digest,
-        target=host.name,
-        identity=ident,
-        graded_at=when,
-        started_at=started,
-        late=result.late,
-        percent=result.percent,
-        points=result.points,
-        max_points=result.max_points,
-        passed=result.passed,
-        checks=[s.to_json() for s in result.scores],
+    lifecycle.record_started(
+        conn, lab, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory
     )
+
+
+def _record_grade(conn: sqlite3.Connection, lab: Lab, host: CohortHost, facts: Any, cohort: Cohort) -> Grade:
+    """Grade the host for its candidate against their start on that node, recorded when it belongs to it
+    (the single place a cohort writes a grade)."""
+    from assessor.labs import lifecycle
+
+    result, _failure = lifecycle.grade_captured(
+        lab, facts, candidate=host.candidate, spec=host.name, inventory=cohort.inventory, conn=conn
+    )
+    grade: Grade = result
+    return grade
 
 
 def _crashed(host: CohortHost, exc: BaseException) -> HostOutcome:

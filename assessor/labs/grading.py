@@ -7,14 +7,19 @@ Scoring rule per check: ``pass`` earns the full points; ``fail`` (and ``warn``, 
 the lab says ``warn_counts: true``) tries the check's ``partial`` rules in order, re-running the check with
 the parameter multiplied by the rule's factor: the first relaxed run that passes earns ``credit`` × points;
 ``skip`` and ``error`` earn 0 with the reason. The total is a percentage of the lab's points; the lab is
-passed when it reaches ``pass_percent``. A grade after the time limit is marked late, never refused.
+passed when it reaches ``pass_percent`` and no guard failed. A grade after the time limit is marked late,
+never refused.
+
+Points are for what the candidate did, not for how the node was: guards (``role: guard``) carry no points,
+and a task check that earned as much right after ``lab start`` (the start's *baseline*) earns 0, "already
+true when the lab started", unless the lab marks it ``baseline_ok``. So doing nothing scores 0.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from assessor.checks.result import Result
@@ -38,17 +43,24 @@ class CheckScore:
     credit: float = 0.0  # share of the points earned: 1, a partial rule's credit, or 0
     note: str | None = None  # how the credit came about (partial rule, warn, skip reason)
     check_hint: str | None = None  # the check's own hint, when it gave one
+    role: str = "task"  # task | guard
+
+    @property
+    def guard_failed(self) -> bool:
+        return self.role == "guard" and self.credit < 1
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "check": self.check,
+            "role": self.role,
             "status": self.status,
             "message": self.message,
             "points": self.points,
             "earned": self.earned,
             "credit": self.credit,
-            "hint": self.hint,
         }
+        if self.hint:  # a hint not yet revealed with `lab hint` is left out
+            out["hint"] = self.hint
         for key in ("observed", "expected", "note", "check_hint"):
             value = getattr(self, key)
             if value is not None:
@@ -67,15 +79,30 @@ class Grade:
     started_at: dt.datetime | None
     time_limit_min: int
     extras: dict[str, Any] = field(default_factory=dict)  # target, host, candidate: filled by the caller
+    flags: tuple[str, ...] = ()  # tamper evidence: why this grade is not to be trusted as it stands
+    recorded: bool = False  # stored in the attempts database as an attempt of the lab
+    not_recorded_because: str | None = None
+    hints_used: int = 0
 
     @property
     def percent(self) -> float:
         return round(100.0 * self.points / self.max_points, 2) if self.max_points else 0.0
 
     @property
+    def failed_guards(self) -> tuple[CheckScore, ...]:
+        return tuple(s for s in self.scores if s.guard_failed)
+
+    @property
     def passed(self) -> bool:
         # compare unrounded so 69.999 never passes a 70 % lab by rounding
-        return self.max_points > 0 and 100.0 * self.points >= self.pass_percent * self.max_points - 1e-9
+        enough = self.max_points > 0 and 100.0 * self.points >= self.pass_percent * self.max_points - 1e-9
+        return enough and not self.failed_guards
+
+    @property
+    def time_taken_s(self) -> int | None:
+        if self.started_at is None:
+            return None
+        return max(0, round((self.graded_at - self.started_at).total_seconds()))
 
     @property
     def elapsed_min(self) -> float | None:
@@ -106,8 +133,20 @@ class Grade:
             "percent": self.percent,
             "pass_percent": self.pass_percent,
             "passed": self.passed,
+            "time_taken_s": self.time_taken_s,
+            "hints_used": self.hints_used,
+            "recorded": self.recorded,
+            "not_recorded_because": self.not_recorded_because,
+            "flags": list(self.flags),
             "checks": [s.to_json() for s in self.scores],
         }
+
+
+def with_hints_revealed(grade: Grade, revealed: int) -> Grade:
+    """The grade with only the first ``revealed`` hints (in check order) shown: hints are earned with
+    ``gpulab lab hint``, one at a time, and their use is recorded."""
+    scores = tuple(s if i < revealed else replace(s, hint="") for i, s in enumerate(grade.scores))
+    return replace(grade, scores=scores, hints_used=revealed)
 
 
 def active_tests(lab: Lab) -> tuple[str, ...]:
@@ -132,8 +171,39 @@ def relaxed(value: Any, factor: float) -> Any:
     return value
 
 
-def score_check(check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = False) -> CheckScore:
-    """Run one lab check and turn its result into points."""
+ALREADY_TRUE = "already true when the lab started: no points for it"
+
+
+def check_key(index: int, check: LabCheck) -> str:
+    """How a baseline names a check: its place in the lab and its id (a lab may use one check twice)."""
+    return f"{index}:{check.id}"
+
+
+def score_check(
+    check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = False, baseline_credit: float | None = None
+) -> CheckScore:
+    """Run one lab check and turn its result into points.
+
+    ``baseline_credit`` is what the check earned right after ``lab start``: a task check earning no more
+    than that now earns 0 (the candidate did not do it), unless the lab marks the check ``baseline_ok``.
+    A guard earns no points; its credit says whether it held (1) or not (0).
+    """
+    scored = _score_check(check, evaluate, warn_counts=warn_counts)
+    if check.is_guard:
+        held = scored.credit >= 1
+        note = None if held else "a guard that must hold: the lab is not passed while it fails"
+        return replace(scored, earned=0.0, credit=1.0 if held else 0.0, note=note)
+    if (
+        baseline_credit is not None
+        and not check.baseline_ok
+        and scored.credit > 0
+        and scored.credit <= baseline_credit + 1e-9
+    ):
+        return replace(scored, earned=0.0, credit=0.0, note=ALREADY_TRUE)
+    return scored
+
+
+def _score_check(check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = False) -> CheckScore:
     res = evaluate(check.id, dict(check.params))
 
     def made(credit: float, note: str | None) -> CheckScore:
@@ -149,12 +219,15 @@ def score_check(check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = Fals
             credit=credit,
             note=note,
             check_hint=res.hint,
+            role=check.role,
         )
 
     if res.status == "pass" or (res.status == "warn" and warn_counts):
         return made(1.0, "warn counts as a pass in this lab" if res.status == "warn" else None)
     if res.status in ("skip", "error"):
         return made(0.0, f"{res.status}: no points ({res.message})")
+    if check.is_guard:
+        return made(0.0, None)
     for rule in check.partial:
         original = check.params.get(rule.param)
         value = relaxed(original, rule.factor)
@@ -168,9 +241,29 @@ def score_check(check: LabCheck, evaluate: Evaluate, *, warn_counts: bool = Fals
     return made(0.0, "a warn is not a pass in this lab" if res.status == "warn" else None)
 
 
-def score(lab: Lab, evaluate: Evaluate, *, graded_at: dt.datetime, started_at: dt.datetime | None) -> Grade:
-    """Score every check of ``lab`` through ``evaluate(check_id, params)``."""
-    scores = tuple(score_check(c, evaluate, warn_counts=lab.warn_counts) for c in lab.checks)
+def baseline(lab: Lab, evaluate: Evaluate) -> dict[str, float]:
+    """What each task check earns right after ``lab start`` (:func:`check_key` -> credit, 0 to 1)."""
+    out = {}
+    for i, c in enumerate(lab.checks):
+        if not c.is_guard:
+            out[check_key(i, c)] = _score_check(c, evaluate, warn_counts=lab.warn_counts).credit
+    return out
+
+
+def score(
+    lab: Lab,
+    evaluate: Evaluate,
+    *,
+    graded_at: dt.datetime,
+    started_at: dt.datetime | None,
+    baseline: dict[str, float] | None = None,
+) -> Grade:
+    """Score every check of ``lab`` through ``evaluate(check_id, params)``, against the start's ``baseline``."""
+    base = baseline or {}
+    scores = tuple(
+        score_check(c, evaluate, warn_counts=lab.warn_counts, baseline_credit=base.get(check_key(i, c)))
+        for i, c in enumerate(lab.checks)
+    )
     return Grade(
         lab_id=lab.id,
         scores=scores,
@@ -203,9 +296,16 @@ def answer_evaluator(answer: Located | dict[str, Any]) -> Evaluate:
     return evaluate
 
 
-def grade_facts(lab: Lab, facts: NodeFacts, *, graded_at: dt.datetime, started_at: dt.datetime | None) -> Grade:
-    """Grade a node lab from the target's facts."""
-    return score(lab, facts_evaluator(facts), graded_at=graded_at, started_at=started_at)
+def grade_facts(
+    lab: Lab,
+    facts: NodeFacts,
+    *,
+    graded_at: dt.datetime,
+    started_at: dt.datetime | None,
+    baseline: dict[str, float] | None = None,
+) -> Grade:
+    """Grade a node lab from the target's facts (against the start's ``baseline`` when there is one)."""
+    return score(lab, facts_evaluator(facts), graded_at=graded_at, started_at=started_at, baseline=baseline)
 
 
 def grade_answer(

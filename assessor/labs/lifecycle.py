@@ -8,7 +8,8 @@ whose change would not last (``mock:NAME``), is refused with what to do instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from assessor.errors import GpulabError, InputError
@@ -50,17 +51,54 @@ def start(
     *,
     inventory: str | None = None,
     host_vars: Mapping[str, Any] | None = None,
+    replace_node: bool = False,
 ) -> list[str]:
     """Set the target up for ``lab``; design labs need no target.
 
     ``options`` (SSH key, known_hosts, accepting new host keys) and ``inventory`` matter for real nodes.
+    A simulated node of another fixture than the lab's is refused unless ``replace_node``: the start
+    would replace it with a fresh node of the lab's fixture.
     """
     if lab.is_design:
         return [
             f"design lab {lab.id}: write your answer (format: {lab.answer_example}) and grade it with "
             f"`gpulab lab grade {lab.id} --answer FILE`"
         ]
-    return _apply(lab, spec, "start", options, inventory, host_vars)
+    log = []
+    other = other_fixture(lab, spec, inventory)
+    if other is not None:
+        if not replace_node:
+            raise InputError(
+                f"{spec} is a {other} node but lab {lab.id} is written for {lab.fixture}: starting it would "
+                f"replace the node with a fresh {lab.fixture} (only the host name kept). Use a {lab.fixture} node "
+                f"(`gpulab sim init --fixture {lab.fixture} --state FILE`), or pass --replace-node"
+            )
+        log.append(f"{spec}: the {other} node is replaced by a fresh {lab.fixture} node (--replace-node)")
+    log += _apply(lab, spec, "start", options, inventory, host_vars)
+    target = parse_spec(spec, inventory) if spec else None
+    if target is not None and target.kind.name == "mock-file" and target.path is not None:
+        import uuid
+
+        from assessor.sim.state import updating
+
+        # a new id for the node this start set up: a grade on another state file (a copy of another
+        # node, a replayed one) no longer matches the start
+        with updating(target.path) as state:
+            state.node_id = uuid.uuid4().hex
+    return log
+
+
+def other_fixture(lab: Lab, spec: str | None, inventory: str | None = None) -> str | None:
+    """The fixture of the simulated node in ``spec`` when it is not the lab's (None: the lab's, or no node yet)."""
+    if not spec or inventory is not None or lab.fixture is None:
+        return None
+    target = parse_spec(spec)
+    if target.kind.name != "mock-file" or target.path is None or not target.path.exists():
+        return None
+    from assessor.sim.state import load_state
+
+    fixture = load_state(target.path).fixture
+    return fixture if fixture != lab.fixture else None
 
 
 def solve(
@@ -71,8 +109,16 @@ def solve(
     inventory: str | None = None,
     host_vars: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Apply the reference solution (instructors, CI)."""
-    return _apply(lab, spec, "solve", options, inventory, host_vars)
+    """Apply the reference solution (instructors, CI); a simulated node is marked, so later grades there
+    are flagged "reference solution applied on this node"."""
+    log = _apply(lab, spec, "solve", options, inventory, host_vars)
+    target = parse_spec(spec, inventory) if spec else None
+    if target is not None and target.kind.name == "mock-file" and target.path is not None:
+        from assessor.sim.state import updating
+
+        with updating(target.path) as state:
+            state.marks.append(f"solved {lab.id}")
+    return log
 
 
 def reset(
@@ -129,3 +175,264 @@ def describe_steps(steps: tuple[FaultStep, ...]) -> list[str]:
         step.fault + (f" ({', '.join(f'{k}={v}' for k, v in step.options.items())})" if step.options else "")
         for step in steps
     ]
+
+
+# ---- starts and grades in the attempts database ---------------------------------------------------------
+
+
+def start_and_record(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    candidate: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+    replace_node: bool = False,
+    timeout: float = 120.0,
+) -> tuple[list[str], Any]:
+    """``lab start``: set the node up with the candidate's variant, then record the start with the node's
+    identity and baseline (:func:`record_started`).
+
+    The attempts database is opened first, so an unusable one stops the start before the node changes.
+    Returns the steps and the :class:`~assessor.labs.attempts.Start` (its clock is an open start's, when
+    the candidate had one).
+    """
+    from assessor.labs import attempts
+    from assessor.labs.loader import pick_variant, with_variant
+
+    with attempts.guarded(db) as conn:
+        _writable(conn)
+    lab = with_variant(lab, pick_variant(lab, candidate))
+    steps = start(lab, spec, options, inventory=inventory, host_vars=host_vars, replace_node=replace_node)
+    with attempts.guarded(db) as conn:
+        begun = record_started(
+            conn, lab, spec, candidate=candidate, options=options, inventory=inventory, timeout=timeout
+        )
+    return steps, begun
+
+
+def _writable(conn: Any) -> None:
+    """Raise (as :func:`assessor.labs.attempts.guarded` reports it) when the database cannot be written."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("CREATE TABLE IF NOT EXISTS gpulab_write_probe (x)")
+    conn.execute("ROLLBACK")
+
+
+def solve_and_record(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    solved_by: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """``lab solve`` on a node, remembered in the attempts database: later grades of starts on that node
+    are flagged "reference solution applied on this node" (the state file of a simulated node says so too)."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import with_variant
+
+    if spec and lab.variants:  # the variant of the start on that node
+        with attempts.guarded(db) as conn:
+            begun = attempts.open_start_on(conn, lab.id, labcapture.target_key(spec, inventory))
+        lab = with_variant(lab, begun.variant if begun else None)
+    log = solve(lab, spec, options, inventory=inventory, host_vars=host_vars)
+    assert spec is not None  # solve() refused a missing target
+    with attempts.guarded(db) as conn:
+        attempts.record_solve(
+            conn,
+            lab_id=lab.id,
+            target=labcapture.target_key(spec, inventory),
+            solved_by=solved_by,
+            at=attempts.now(),
+        )
+    return log
+
+
+def record_design_solve(lab: Lab, *, shown_to: str, db: str | None = None) -> None:
+    """The reference answer of a design lab was shown to ``shown_to``: their later grades are flagged."""
+    from assessor.labs import attempts
+
+    with attempts.guarded(db) as conn:
+        attempts.record_solve(conn, lab_id=lab.id, target="design", solved_by=shown_to, at=attempts.now())
+
+
+def reset_and_close(
+    lab: Lab,
+    spec: str | None,
+    options: TargetOptions | None = None,
+    *,
+    closed_by: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    host_vars: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """``lab reset`` (an instructor's): restore the node and close the open starts of the lab on it, so
+    the next ``lab start`` has a new clock."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+
+    log = reset(lab, spec, options, inventory=inventory, host_vars=host_vars)
+    assert spec is not None
+    with attempts.guarded(db) as conn:
+        attempts.close_starts(
+            conn, lab_id=lab.id, target=labcapture.target_key(spec, inventory), closed_by=closed_by, at=attempts.now()
+        )
+    return log
+
+
+def grade_and_record(
+    lab: Lab,
+    *,
+    candidate: str,
+    spec: str | None = None,
+    answer: str | None = None,
+    db: str | None = None,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+    timeout: float = 120.0,
+) -> tuple[Any, Any]:
+    """``lab grade``: capture the node (or read the answer), grade against the open start, record it when
+    it belongs to that start. Returns the grade (always) and the DatabaseError that kept it from being
+    recorded, or None."""
+    from assessor.labs import capture as labcapture
+
+    if lab.is_design:
+        from assessor.labs import designs
+
+        if not answer:
+            raise InputError(
+                f"{lab.id} is a design lab: grade your answer file with --answer FILE "
+                f"(format: {lab.path / (lab.answer_example or '')})"
+            )
+        located = designs.load_answer(answer, [c.id for c in lab.checks])
+        return grade_captured(lab, located, candidate=candidate, spec=f"answer:{answer}", db=db)
+    if not spec:
+        raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
+    facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+    return grade_captured(lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory)
+
+
+def grade_captured(
+    lab: Lab,
+    captured: Any,
+    *,
+    candidate: str,
+    spec: str,
+    db: str | None = None,
+    inventory: str | None = None,
+    conn: Any = None,
+) -> tuple[Any, Any]:
+    """Grade what was captured (a node's facts, or a design lab's answer) for ``candidate`` against their
+    open start, and record it when it belongs to that start: the step after the capture, for one node or
+    each host of a cohort (``conn``: an open attempts database to use, else ``db`` is opened).
+
+    Returns the grade, always, with ``recorded``, ``flags``, ``hints_used`` filled in, and the
+    DatabaseError that kept it from being recorded, or None.
+    """
+    from dataclasses import replace
+
+    from assessor.labs import attempts, grading
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant, with_variant
+
+    if lab.is_design:
+        ident, key, flags = attempts.Identity(host=None), "design", []
+    else:
+        ident = labcapture.identity(captured, spec, inventory)
+        key, flags = labcapture.target_key(spec, inventory), labcapture.node_flags(spec, inventory)
+    failure: attempts.DatabaseError | None = None
+    begun = None
+    hints = 0
+    try:
+        with _connection(conn, db) as c:
+            begun = attempts.open_start(c, candidate, lab.id)
+            hints = attempts.hints_used(c, candidate, lab.id, begun.id if begun else None)
+            if lab.is_design and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
+                flags.append(f"reference answer of {lab.id} shown to {candidate} (`lab solve`) after the start")
+    except attempts.DatabaseError as exc:
+        failure = exc
+    # graded against the candidate's variant of the lab, as their start set the node up
+    lab = with_variant(lab, begun.variant if begun else pick_variant(lab, candidate))
+    now = attempts.now()
+    started = begun.started_at if begun else None
+    if lab.is_design:
+        result = grading.grade_answer(lab, captured, graded_at=now, started_at=started)
+    else:
+        baseline = begun.baseline if begun else None
+        result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline)
+    result.extras.update({"candidate": candidate, "target": spec, "host": ident.host, "lab_sha256": lab.digest})
+    result = grading.with_hints_revealed(result, hints)
+    if failure is None:
+        try:
+            with _connection(conn, db) as c:
+                result = attempts.record_grade(
+                    c,
+                    result,
+                    lab=lab,
+                    candidate=candidate,
+                    target=key,
+                    identity=ident,
+                    start=begun,
+                    flags=flags,
+                    hints=hints,
+                )
+        except attempts.DatabaseError as exc:
+            failure = exc
+    if failure is not None:
+        result = replace(
+            result,
+            flags=tuple(dict.fromkeys(flags)),
+            recorded=False,
+            not_recorded_because=f"the attempts database could not be used ({failure})",
+        )
+    return result, failure
+
+
+def record_started(
+    conn: Any,
+    lab: Lab,
+    spec: str | None,
+    *,
+    candidate: str,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+    timeout: float = 120.0,
+) -> Any:
+    """Record the start of ``lab`` on a node just set up (with :func:`start` and the candidate's variant):
+    its identity and baseline are captured now. For one node or each host of a cohort."""
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant
+
+    if lab.is_design or not spec:
+        ident, baseline, key = attempts.Identity(None), None, "design"
+    else:
+        ident, baseline = labcapture.start_record(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        key = labcapture.target_key(spec, inventory)
+    return attempts.record_start(
+        conn,
+        candidate=candidate,
+        lab_id=lab.id,
+        target=key,
+        lab_hash=lab.digest,
+        started_at=attempts.now(),
+        identity=ident,
+        baseline=baseline,
+        variant=pick_variant(lab, candidate),
+    )
+
+
+@contextlib.contextmanager
+def _connection(conn: Any, db: str | None) -> Iterator[Any]:
+    from assessor.labs import attempts
+
+    if conn is not None:
+        yield conn
+        return
+    with attempts.guarded(db) as opened:
+        yield opened

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cache
@@ -209,9 +210,16 @@ def _schema_message(err: Any) -> str:
 
 
 def semantic_problems(located: Located, directory: Path) -> list[InputError]:
-    """What the schema cannot check: names exist, parameters fit, id agrees with domain and level, files present."""
+    """What the schema cannot check: names exist, parameters fit, id agrees with domain and level, files present.
+
+    A lab with variants is checked with each variant's first value filled in.
+    """
+    out: list[InputError] = _variant_problems(located)
+    if out:
+        return out
+    if located.data.get("variants"):
+        located = Located(fill(located.data, first_variant(located.data)), located.file, located.lines)
     data: dict[str, Any] = located.data
-    out: list[InputError] = []
     lab_id, domain, level = data["id"], data["domain"], data["level"]
     prefix = DOMAIN_PREFIX[domain]
     if not lab_id.startswith(prefix + "-"):
@@ -267,6 +275,8 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
     base: KeyPath = ("grading", "checks") if grading_checks else ("answer", "checks")
     for i, check in enumerate(grading_checks or answer_checks):
         out += _check_problems(located, (*base, i), check, design)
+    if (grading_checks or answer_checks) and all(c.get("role") == "guard" for c in grading_checks or answer_checks):
+        out.append(located.error(base, "every check is a guard: at least one task check carries the points"))
     if design:
         for key_path, name in (
             (("answer", "example"), answer.get("example")),
@@ -359,6 +369,18 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
             spec = checks.get(check_id)
         except InputError as exc:
             return [located.error((*path, "id"), str(exc))]
+    role = check.get("role", "task")
+    points = check.get("points")
+    if role == "guard" and points:
+        out.append(
+            located.error((*path, "points"), f"{check_id} is a guard: guards carry no points (points: 0), not {points}")
+        )
+    elif role == "task" and not points:
+        out.append(
+            located.error((*path, "points"), f"{check_id} is a task check: it carries points (> 0), or say role: guard")
+        )
+    if role == "guard" and check.get("baseline_ok"):
+        out.append(located.error((*path, "baseline_ok"), "baseline_ok is for task checks: a guard earns no points"))
     from assessor.checks import params as param_types
 
     for name, value in params.items():
@@ -405,7 +427,9 @@ def _steps(items: list[dict[str, Any]] | None) -> tuple[FaultStep, ...]:
     return tuple(FaultStep(s["fault"], dict(s.get("options") or {})) for s in items or [])
 
 
-def _build(data: dict[str, Any], directory: Path) -> Lab:
+def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | None = None) -> Lab:
+    values = first_variant(source) if values is None else values
+    data = {**source, **{k: fill(source[k], values) for k in _VARIANT_KEYS if k in source}} if values else source
     grading = data.get("grading") or {}
     answer = data.get("answer") or {}
     scenario = data.get("scenario") or {}
@@ -418,6 +442,8 @@ def _build(data: dict[str, Any], directory: Path) -> Lab:
             points=float(c["points"]),
             hint=c["hint"],
             partial=tuple(Partial(p["param"], float(p["factor"]), float(p["credit"])) for p in c.get("partial") or []),
+            role=c.get("role", "task"),
+            baseline_ok=bool(c.get("baseline_ok", False)),
         )
         for c in raw_checks
     )
@@ -444,4 +470,80 @@ def _build(data: dict[str, Any], directory: Path) -> Lab:
         repair=_steps(solution.get("repair")),
         solution_answer=solution.get("answer"),
         answer_example=answer.get("example"),
+        variants={name: tuple(choices) for name, choices in (source.get("variants") or {}).items()},
+        variant=dict(values),
+        source=source,
     )
+
+
+# ---- per-candidate variants ---------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+# the parts of a lab.yaml where a {name} of its variants is filled in
+_VARIANT_KEYS = ("scenario", "solution", "grading", "answer")
+
+
+def fill(value: Any, values: dict[str, Any]) -> Any:
+    """``value`` with each ``{name}`` of ``values`` filled in: a string that is just ``{gpu}`` takes the value
+    itself (an int stays an int), other strings the value's text; lists and mappings recursively."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in values:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), value)
+    if isinstance(value, list):
+        return [fill(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, values) for k, v in value.items()}
+    return value
+
+
+def placeholders(value: Any) -> set[str]:
+    """Every ``{name}`` used in ``value`` (strings, lists and mappings)."""
+    if isinstance(value, str):
+        return set(_PLACEHOLDER.findall(value))
+    if isinstance(value, list):
+        return set().union(*(placeholders(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return set().union(*(placeholders(v) for v in value.values())) if value else set()
+    return set()
+
+
+def first_variant(data: dict[str, Any]) -> dict[str, Any]:
+    """The values a lab is built with when no candidate is named: each variant's first value."""
+    return {name: choices[0] for name, choices in (data.get("variants") or {}).items()}
+
+
+def pick_variant(lab: Lab, candidate: str) -> dict[str, Any]:
+    """The candidate's variant of ``lab``: each value picked by a hash of candidate, lab id and name, so the
+    same candidate always gets the same node set-up, and two candidates likely different ones."""
+    out = {}
+    for name, choices in sorted(lab.variants.items()):
+        digest = hashlib.sha256(f"{candidate}\0{lab.id}\0{name}".encode()).digest()
+        out[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
+    return out
+
+
+def with_variant(lab: Lab, values: dict[str, Any] | None) -> Lab:
+    """``lab`` built with these variant values (unknown names ignored; missing ones take the first value)."""
+    if not lab.variants or not values:
+        return lab
+    chosen = {**first_variant(lab.source), **{k: v for k, v in values.items() if k in lab.variants}}
+    if chosen == lab.variant:
+        return lab
+    return _build(lab.source, lab.path, chosen)
+
+
+def _variant_problems(located: Located) -> list[InputError]:
+    data: dict[str, Any] = located.data
+    declared = set(data.get("variants") or {})
+    out = []
+    for key in _VARIANT_KEYS:
+        unknown = placeholders(data.get(key) or {}) - declared
+        for name in sorted(unknown):
+            known = ", ".join(sorted(declared)) or "none declared"
+            out.append(located.error((key,), f"{{{name}}} is not a variant of this lab (variants: {known})"))
+    for name, choices in (data.get("variants") or {}).items():
+        if len({type(c) for c in choices}) > 1:
+            out.append(located.error(("variants", name), f"the values of variant {name} mix types"))
+    return out

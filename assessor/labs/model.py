@@ -39,13 +39,23 @@ class Partial:
 
 @dataclass(frozen=True)
 class LabCheck:
-    """One graded check of a lab (a catalogue check, or a ``design.*`` grader for design labs)."""
+    """One graded check of a lab (a catalogue check, or a ``design.*`` grader for design labs).
+
+    A *task* check is what the candidate is asked to change and carries the points; a *guard* is what must
+    stay true (GPUs 1-7 stay whole): it carries no points, and when it fails the lab is not passed.
+    """
 
     id: str
     params: dict[str, Any]
     points: float
     hint: str
     partial: tuple[Partial, ...] = ()
+    role: str = "task"  # task | guard
+    baseline_ok: bool = False  # a task check already passing at `lab start` still earns its points
+
+    @property
+    def is_guard(self) -> bool:
+        return self.role == "guard"
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,9 @@ class Lab:
     repair: tuple[FaultStep, ...] = ()
     solution_answer: str | None = None  # design labs: reference answer file in the lab dir
     answer_example: str | None = None  # design labs: example answer file in the lab dir
+    variants: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> values to pick from
+    variant: dict[str, Any] = field(default_factory=dict)  # the values this Lab was built with
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # lab.yaml, for variants
 
     @property
     def is_design(self) -> bool:
@@ -93,7 +106,7 @@ class Lab:
 
     @property
     def total_points(self) -> float:
-        return sum(c.points for c in self.checks)
+        return sum(c.points for c in self.checks if not c.is_guard)
 
     @property
     def level_name(self) -> str:

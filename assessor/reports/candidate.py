@@ -11,8 +11,10 @@ from assessor.reports.documents import SCHEMA_IDS, AttemptRecord, validate
 
 
 def best_of(records: Sequence[AttemptRecord]) -> AttemptRecord:
-    """The attempt that counts: a pass beats a fail, then the higher score, then the earlier one."""
+    """The attempt that counts: an unflagged one before any flagged, then a pass beats a fail, then the higher
+    score, then the earlier one. A flagged attempt is shown, never counted while a clean one exists."""
     ordered = sorted(records, key=lambda r: r.graded_at)
+    ordered = [r for r in ordered if not r.flags] or ordered
     top = ordered[0]
     for r in ordered[1:]:
         if (r.passed, r.percent) > (top.passed, top.percent):
@@ -70,7 +72,7 @@ def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
 
 
 def passed_labs(records: Sequence[AttemptRecord], known: set[str]) -> set[str]:
-    return {lab for lab, rs in by_lab(records).items() if lab in known and best_of(rs).passed}
+    return {lab for lab, rs in by_lab(records).items() if lab in known and not best_of(rs).flags and best_of(rs).passed}
 
 
 def certifications(rules: Any, levels: Any) -> list[dict[str, Any]]:

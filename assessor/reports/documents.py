@@ -165,9 +165,16 @@ def record_from_grade(doc: dict[str, Any], source: str = "") -> AttemptRecord:
         passed=bool(doc["passed"]),
         checks=tuple(doc["checks"]),
         host=doc.get("host"),
-        flags=flags_of(doc.get("flags")),
+        flags=flags_of(doc.get("flags")) + _not_recorded(doc),
         hints_used=_int_or_none(doc.get("hints_used")),
     )
+
+
+def _not_recorded(doc: dict[str, Any]) -> tuple[str, ...]:
+    """A grade shown but not recorded as an attempt (no start, another node) is flagged with why."""
+    if doc.get("recorded") is False:
+        return (f"not recorded as an attempt: {doc.get('not_recorded_because') or 'no matching start'}",)
+    return ()
 
 
 @dataclass
@@ -255,9 +262,17 @@ def grade_document(grade_json: dict[str, Any]) -> dict[str, Any]:
 
 
 def progress_document(
-    candidate: str, history: list[Any], levels: Any, passed: set[str], mismatches: dict[str, list[str]]
+    candidate: str,
+    history: list[Any],
+    levels: Any,
+    passed: set[str],
+    mismatches: dict[str, list[str]],
+    *,
+    labs: dict[str, dict[str, Any]] | None = None,
+    flags: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The gpulab.progress/1 document of ``gpulab progress --json``."""
+    """The gpulab.progress/1 document of ``gpulab progress --json``: ``labs`` is each lab's best score,
+    time taken and hints used; ``flags`` says where the attempts database was edited by hand."""
     doc = {
         "schema": SCHEMA_IDS["progress"],
         "candidate": candidate,
@@ -270,5 +285,7 @@ def progress_document(
         "weights": {d: round(float(w) * 100, 2) for d, w in levels.weights.items()},
         "rule": levels.rule,
         "machine_mismatches": mismatches,
+        "labs": labs or {},
+        "flags": list(flags or []),
     }
     return validate(doc, "progress")

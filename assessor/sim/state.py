@@ -33,6 +33,12 @@ Conventions a tool writer can rely on:
   ``{gi_id, profile_id, name, start, size, compute_instances: [{ci_id, profile_id, name, start, size}]}``
   with short profile names (``3g.40gb``; a compute instance ``1c.3g.40gb``, or ``3g.40gb`` when it spans the GI).
 
+Every write stamps the file (``integrity``: a keyed hash over the canonical document), so a state changed
+by anything but the simulator's own code (a hand edit) no longer matches its stamp (:func:`stamp_status`).
+The key is in this source, so the stamp is tamper *evidence* for graders, not a secret. ``node_id`` names
+the node a lab was started on (``lab start`` sets a new one; empty on a node no lab started) and ``marks``
+lists what gpulab did to it that a grade must know of (a lab's reference solution applied).
+
 Writes are atomic (a temporary file in the same directory, fsync, ``os.replace``): a crash leaves the old
 file or the new one, never half of one. :func:`updating` holds an exclusive ``fcntl`` lock on a sidecar
 ``.lock`` file for a whole read-modify-write, so two simulated tools run at once don't lose each other's changes.
@@ -325,6 +331,8 @@ class NodeState:
     # nvidia_drm hold the GPUs as on a real node, so a reset or an A100 MIG change needs a drain first
     # (:mod:`assessor.sim.gpu_clients`). False: only compute processes and ``mig_reset_blocked_by`` do.
     daemons_hold_gpus: bool = False
+    node_id: str = ""  # which simulated node this is: `lab start` gives the node it sets up a new id
+    marks: list[str] = field(default_factory=list)  # what gpulab did here a grade must know ("solved mig-301")
 
     def gpu(self, index: int) -> GpuState:
         """The GPU with NVML index ``index`` (IndexError when absent)."""
@@ -373,7 +381,8 @@ def without_history(data: dict[str, Any]) -> dict[str, Any]:
     again is back to how it booted, an hour later); compare these to ask "is it back to the fixture?".
     """
     out = json.loads(json.dumps(data))
-    out.pop("clock", None)
+    for key in ("clock", "node_id", "marks", STAMP_KEY):
+        out.pop(key, None)
     for service in (out.get("services") or {}).values():
         if isinstance(service, dict):
             service.pop("since_s", None)
@@ -438,11 +447,46 @@ def load_state(path: str | os.PathLike[str]) -> NodeState:
     return from_dict(data, source=str(p))
 
 
+STAMP_KEY = "integrity"
+# Tamper evidence, not secrecy: anyone with the source can stamp a file, a hand edit does not.
+_STAMP_KEY_BYTES = b"gpulab.simstate/1 written by the simulator"
+
+
+def stamp(data: dict[str, Any]) -> str:
+    """The integrity stamp of a state document (its ``integrity`` key left out)."""
+    import hashlib
+    import hmac
+
+    body = {k: v for k, v in data.items() if k != STAMP_KEY}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "hmac-sha256:" + hmac.new(_STAMP_KEY_BYTES, canonical.encode(), hashlib.sha256).hexdigest()
+
+
+def stamp_status(path: str | os.PathLike[str]) -> str:
+    """``ok`` when the state file at ``path`` is as the simulator last wrote it, ``missing`` (no stamp),
+    ``mismatch`` (changed since), or ``unreadable``."""
+    fd = _open_regular(Path(path))
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = json.loads(fh.read(MAX_STATE_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return "unreadable"
+    if not isinstance(data, dict):
+        return "unreadable"
+    written = data.get(STAMP_KEY)
+    if not isinstance(written, str):
+        return "missing"
+    import hmac
+
+    return "ok" if hmac.compare_digest(written, stamp(data)) else "mismatch"
+
+
 def save_state(state: NodeState, path: str | os.PathLike[str]) -> None:
-    """Write ``state`` to ``path`` atomically: the old file stays whole until the new one is complete."""
+    """Write ``state`` to ``path`` atomically, stamped: the old file stays whole until the new one is complete."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     data = to_dict(state)
+    data[STAMP_KEY] = stamp(data)
     # The temporary file lives beside the target so os.replace is a rename within one filesystem.
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:

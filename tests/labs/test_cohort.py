@@ -263,15 +263,20 @@ def test_cohort_of_simulated_nodes_starts_grades_and_resets_each(tmp_path: Path)
     code, out, err = gpulab("lab", "grade", "health-101", "-i", str(inventory), *db, "--out", str(book), "--json")
     assert code == 1, out + err
     grades = {g["candidate"]: g for g in json.loads(out)}
-    assert {c: g["percent"] for c, g in grades.items()} == {"c1": 40.0, "c2": 40.0, "c3": 100.0}
+    assert {c: g["percent"] for c, g in grades.items()} == {
+        "c1": 0.0,
+        "c2": 0.0,
+        "c3": 100.0,
+    }  # nothing done: no points
     assert grades["c1"]["started_at"] and grades["c3"]["started_at"] is None  # c3 was never started
     assert "sim03 (c3): 100/100 (100 %) PASSED, no start recorded" in err
     assert sorted(p.name for p in book.iterdir()) == ["sim01.json", "sim02.json", "sim03.json"]
 
     code, out, _ = gpulab("report", "cohort", str(book), "--format", "json")
     assert code == 0, out
-    best = {row["candidate"]: row["labs"]["health-101"]["best"] for row in json.loads(out)["candidates"]}
-    assert best == {"c1": 40.0, "c2": 40.0, "c3": 100.0}
+    rows = {row["candidate"]: row["labs"]["health-101"] for row in json.loads(out)["candidates"]}
+    assert {c: lab["best"] for c, lab in rows.items()} == {"c1": 0.0, "c2": 0.0, "c3": 100.0}
+    assert any("not recorded" in f for f in rows["c3"]["flags"]) and not rows["c1"]["flags"]
 
     code, out, _ = gpulab("lab", "reset", "health-101", "-i", str(inventory))
     assert code == 0 and out.splitlines()[-1] == "health-101 reset: 3 hosts: 3 reset", out
@@ -430,8 +435,10 @@ def fresh(*these: Node) -> None:
 
 
 def starts(db: Path) -> list[tuple[str, str]]:
+    """(candidate, host) of each recorded start; a start names its node as INVENTORY#HOST."""
     with sqlite3.connect(db) as conn:
-        return sorted(conn.execute("SELECT candidate, target FROM starts").fetchall())
+        rows = conn.execute("SELECT candidate, target FROM starts").fetchall()
+    return sorted((candidate, target.rpartition("#")[2]) for candidate, target in rows)
 
 
 def test_cohort_start_breaks_every_host_grade_scores_each_candidate_reset_restores(bed: SshBed, tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_attempt_round_trips_with_identity_and_checks(tmp_path: Path):
     assert a.started_at == "2026-03-01T09:00:00+00:00"
 
 
-def test_latest_start_is_the_one_the_time_limit_runs_from(tmp_path: Path):
+def test_a_second_start_keeps_the_open_clock_until_a_reset_closes_it(tmp_path: Path):
     with attempts.opened(tmp_path / "a.db") as conn:
         assert attempts.last_start(conn, "ana", "ib-301") is None
         for minutes in (0, 20):
@@ -81,7 +81,15 @@ def test_latest_start_is_the_one_the_time_limit_runs_from(tmp_path: Path):
         attempts.record_start(
             conn, candidate="bo", lab_id="ib-301", target="t", lab_hash="h", started_at=T0 + dt.timedelta(minutes=50)
         )
-        assert attempts.last_start(conn, "ana", "ib-301") == T0 + dt.timedelta(minutes=20)
+        assert attempts.last_start(conn, "ana", "ib-301") == T0  # starting again does not clear "late"
+        attempts.close_starts(
+            conn, lab_id="ib-301", target="t", closed_by="instructor", at=T0 + dt.timedelta(minutes=60)
+        )
+        assert attempts.last_start(conn, "ana", "ib-301") is None
+        attempts.record_start(
+            conn, candidate="ana", lab_id="ib-301", target="t", lab_hash="h", started_at=T0 + dt.timedelta(minutes=70)
+        )
+        assert attempts.last_start(conn, "ana", "ib-301") == T0 + dt.timedelta(minutes=70)
 
 
 def test_a_pass_after_a_fail_is_the_best_attempt():
@@ -145,6 +153,7 @@ def test_two_processes_grading_at_once_lose_nothing(tmp_path: Path):
         for name in ("ana", "bo"):
             got = attempts.attempts(conn, candidate=name)
             assert sorted(a.percent for a in got) == [float(i) for i in range(40)]
+        assert attempts.chain_breaks(conn) == {}  # two writers at once still make one unbroken chain
 
 
 def _killed_mid_write(db: str, ready: Any) -> None:

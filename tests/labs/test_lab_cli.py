@@ -42,7 +42,11 @@ def test_show_renders_the_readme_and_hint_keeps_check_order(lab_env: Path):
     assert code == 0 and "One compute port of this DGX A100 lost its link" in out and "level 3 (Professional)" in out
     code, out, _ = gpulab("lab", "hint", "nccl-301")
     assert out.splitlines()[0].startswith("1. nccl.busbw (50 points): all_reduce_perf")
+    assert "nccl.transport" not in out and "hint 1 of 2 revealed" in out  # one hint at a time
+    code, out, _ = gpulab("lab", "hint", "nccl-301")
     assert out.splitlines()[1].startswith("2. nccl.transport (50 points)")
+    code, out, _ = gpulab("lab", "hint", "nccl-301")
+    assert "all 2 hints of nccl-301 are shown" in out
 
 
 def test_start_grade_solve_grade_records_every_attempt(lab_env: Path, tmp_path: Path):
@@ -61,6 +65,9 @@ def test_start_grade_solve_grade_records_every_attempt(lab_env: Path, tmp_path: 
     assert [(a.lab_id, a.passed) for a in rows] == [("ib-301", False), ("ib-301", True)]
     assert rows[0].lab_hash == first["lab_sha256"] and rows[0].host == "dgx-a100-01"
     assert len(rows[0].identity["gpu_uuids"]) == 8
+    # the pass came from `lab solve`: recorded, flagged, and not counted
+    assert rows[0].flags == () and any("reference solution applied" in f for f in rows[1].flags)
+    assert attempts.best(rows)["ib-301"].passed is False
 
 
 def test_grade_after_the_time_limit_is_marked_late(lab_env: Path):
@@ -94,14 +101,39 @@ def test_design_lab_solve_and_grade_answer(lab_env: Path, tmp_path: Path):
     assert code == 2 and "--answer FILE" in err
 
 
+def fix_ib301(state: Path) -> None:
+    """What a candidate does with the node's own tools (and a reseated cable): port up, peermem loaded."""
+    from assessor.labs.drivers.sim import run_line
+    from assessor.sim import faults
+
+    run_line("modprobe nvidia_peermem", state)
+    faults.repair(state, "ib-port-down", ca="mlx5_3")
+
+
 def test_progress_shows_levels_explained_and_flags_other_machines(lab_env: Path, tmp_path: Path):
-    node = f"mock:{tmp_path / 'node.json'}"
+    state = tmp_path / "node.json"
+    node = f"mock:{state}"
     gpulab("lab", "start", "ib-301", "--target", node, "--candidate", "dee")
     gpulab("lab", "grade", "ib-301", "--target", node, "--candidate", "dee")  # fails
-    gpulab("lab", "grade", "ib-301", "--target", "mock:hgx-h100", "--candidate", "dee")  # passes, other GPUs
+    fix_ib301(state)
+    code, out, _ = gpulab("lab", "grade", "ib-301", "--target", node, "--candidate", "dee")
+    assert code == 0 and "recorded as an attempt" in out
+    with attempts.opened(lab_env) as conn:  # an attempt of another machine, as an older gpulab stored it
+        other = attempts.attempts(conn, "dee")[0]
+        attempts.record_attempt(
+            conn,
+            **{
+                **{k: getattr(other, k) for k in ("candidate", "lab_id", "lab_domain", "lab_level", "lab_hash")},
+                **{"target": "mock:hgx-h100", "identity": attempts.Identity("hgx", ("S1",), ("GPU-1",))},
+                **{"graded_at": attempts.now(), "started_at": None, "late": False, "percent": 10.0},
+                **{"points": 10.0, "max_points": 100.0, "passed": False, "checks": []},
+            },
+        )
     code, out, _ = gpulab("progress", "--candidate", "dee", "--json")
     doc = json.loads(out)
     assert code == 0 and doc["passed"] == ["ib-301"]
+    assert doc["labs"]["ib-301"]["best_percent"] == 100.0 and doc["labs"]["ib-301"]["attempts"] == 3
+    assert isinstance(doc["labs"]["ib-301"]["time_taken_s"], int)
     assert doc["levels"]["infiniband"]["level"] == 3
     assert doc["levels"]["infiniband"]["explanation"].startswith(
         "Level 3 (Professional) in infiniband: passed 1 of 1 level-3 labs"
@@ -110,6 +142,7 @@ def test_progress_shows_levels_explained_and_flags_other_machines(lab_env: Path,
     assert list(doc["machine_mismatches"]) == ["ib-301"]
     code, out, _ = gpulab("progress", "--candidate", "dee")
     assert "WARNING" in out and "different machines" in out and "Overall level" in out
+    assert "time taken" in out
 
 
 def test_names_from_candidates_and_nodes_are_printed_literally(lab_env: Path, tmp_path: Path):

@@ -141,3 +141,87 @@ def test_design_answer_grades_through_the_design_graders(tmp_path: Path):
     assert grading.grade_answer(lab, good, graded_at=T0, started_at=None).percent == 100.0
     wrong = grading.grade_answer(lab, bad, graded_at=T0, started_at=None)
     assert wrong.percent == 0 and wrong.scores[0].status == "fail"
+
+
+def _lab_of(*checks: LabCheck):
+    lab = loader.find_lab("nccl-301", DATA)
+    return replace(lab, checks=checks)
+
+
+def _by_id(results: dict[str, str]):
+    """An evaluator answering each check id with a fixed status."""
+
+    def evaluate(check_id: str, params: dict[str, Any]) -> Result:
+        return Result(check_id, results[check_id], f"{check_id} is {results[check_id]}")
+
+    return evaluate
+
+
+TASK = LabCheck("ib.ports_active", {}, 60.0, "ports")
+TASK2 = LabCheck("ib.peermem", {}, 40.0, "peermem")
+GUARD = LabCheck("gpu.count", {}, 0.0, "keep every GPU", role="guard")
+
+
+def test_a_failing_guard_fails_the_grade_but_earns_and_costs_no_points():
+    lab = _lab_of(TASK, TASK2, GUARD)
+    g = grading.score(
+        lab,
+        _by_id({"ib.ports_active": "pass", "ib.peermem": "pass", "gpu.count": "fail"}),
+        graded_at=T0,
+        started_at=None,
+    )
+    assert g.max_points == 100.0 and g.percent == 100.0  # a guard is not in the total
+    assert not g.passed and [s.check for s in g.failed_guards] == ["gpu.count"]
+    assert g.scores[2].earned == 0 and g.to_json()["checks"][2]["role"] == "guard"
+    held = grading.score(
+        lab,
+        _by_id({"ib.ports_active": "pass", "ib.peermem": "pass", "gpu.count": "pass"}),
+        graded_at=T0,
+        started_at=None,
+    )
+    assert held.passed and held.points == 100.0
+
+
+def test_a_guard_with_no_data_does_not_hold():
+    lab = _lab_of(TASK, GUARD)
+    g = grading.score(lab, _by_id({"ib.ports_active": "pass", "gpu.count": "skip"}), graded_at=T0, started_at=None)
+    assert not g.passed and g.failed_guards
+
+
+def test_doing_nothing_after_the_start_scores_zero():
+    lab = _lab_of(TASK, TASK2, GUARD)
+    healthy_before = _by_id({"ib.ports_active": "fail", "ib.peermem": "pass", "gpu.count": "pass"})
+    base = grading.baseline(lab, healthy_before)
+    assert base == {"0:ib.ports_active": 0.0, "1:ib.peermem": 1.0}  # guards have no baseline
+    g = grading.score(lab, healthy_before, graded_at=T0, started_at=T0, baseline=base)
+    assert g.points == 0 and g.percent == 0.0 and not g.passed
+    assert g.scores[1].note == grading.ALREADY_TRUE and g.scores[1].status == "pass"
+
+
+def test_the_task_done_after_the_start_earns_its_points_and_partial_credit_stays():
+    lab = _lab_of(TASK, TASK2)
+    base = {"0:ib.ports_active": 0.0, "1:ib.peermem": 0.0}
+    g = grading.score(
+        lab, _by_id({"ib.ports_active": "pass", "ib.peermem": "fail"}), graded_at=T0, started_at=T0, baseline=base
+    )
+    assert g.points == 60.0  # partly done: the part done earns
+    nccl = loader.find_lab("nccl-301", DATA)
+    busbw = replace(nccl, checks=(replace(nccl.checks[0], points=100.0),))
+    before = grading.baseline(busbw, grading.facts_evaluator(a100_facts(100.0)))
+    after = grading.grade_facts(busbw, a100_facts(190.0), graded_at=T0, started_at=T0, baseline=before)
+    assert after.scores[0].credit == 0.5  # partial credit for a partly better node
+
+
+def test_baseline_ok_keeps_the_points_of_a_check_already_true():
+    lab = _lab_of(TASK, replace(TASK2, baseline_ok=True))
+    evaluate = _by_id({"ib.ports_active": "pass", "ib.peermem": "pass"})
+    g = grading.score(lab, evaluate, graded_at=T0, started_at=T0, baseline=grading.baseline(lab, evaluate))
+    assert g.points == 40.0
+
+
+def test_unrevealed_hints_are_left_out_of_the_grade():
+    lab = _lab_of(TASK, TASK2)
+    g = grading.score(lab, _by_id({"ib.ports_active": "fail", "ib.peermem": "fail"}), graded_at=T0, started_at=None)
+    shown = grading.with_hints_revealed(g, 1).to_json()
+    assert shown["checks"][0]["hint"] == "ports" and "hint" not in shown["checks"][1]
+    assert shown["hints_used"] == 1

@@ -30,6 +30,7 @@ def test_ib_lab_start_fails_solve_passes_reset_restores(tmp_path: Path):
 
     log = lifecycle.start(lab, spec)
     assert any("ib-port-down injected" in line for line in log)
+    assert load_state(node).node_id  # the started node has an id of its own
     broken = _grade("ib-301", spec)
     assert [(s.check, s.status) for s in broken.scores] == [("ib.ports_active", "fail"), ("ib.peermem", "fail")]
     assert "mlx5_3" in broken.scores[0].message

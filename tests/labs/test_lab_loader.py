@@ -116,7 +116,7 @@ def test_partial_rule_needs_the_param_set_to_a_number(labs_copy: Path):
 
 def test_zero_points_and_id_prefix_of_another_domain_are_rejected(labs_copy: Path):
     path = _edit(labs_copy / "infiniband" / "ib-301", "points: 40", "points: 0")
-    with pytest.raises(InputError, match=r"0 is less than or equal to the minimum of 0.*points"):
+    with pytest.raises(InputError, match=r"ib.peermem is a task check: it carries points.*grading.checks\[1\].points"):
         loader.load_lab(path.parent)
     path = _edit(path.parent, "points: 0", "points: 40")
     path = _edit(path.parent, "domain: infiniband", "domain: health")
@@ -158,3 +158,31 @@ def test_labs_root_prefers_env_then_checkout(monkeypatch: pytest.MonkeyPatch, tm
 def test_find_lab_suggests_close_ids():
     with pytest.raises(InputError, match=r"did you mean nccl-301"):
         loader.find_lab("nccl-310", DATA)
+
+
+def test_a_guard_with_points_is_refused_naming_file_line_and_key(labs_copy: Path):
+    path = _edit(
+        labs_copy / "infiniband" / "ib-301", "    - id: ib.peermem\n", "    - id: ib.peermem\n      role: guard\n"
+    )
+    with pytest.raises(InputError) as exc:
+        loader.load_lab(path.parent)
+    assert f"{path}:29: ib.peermem is a guard: guards carry no points (points: 0), not 40" in str(exc.value)
+    assert "(key grading.checks[1].points)" in str(exc.value)
+    _edit(path.parent, "points: 40", "points: 0")
+    lab = loader.load_lab(path.parent)
+    assert [c.role for c in lab.checks] == ["task", "guard"] and lab.total_points == 60.0
+
+
+def test_a_lab_of_guards_only_is_refused(labs_copy: Path):
+    path = _edit(
+        labs_copy / "infiniband" / "ib-301", "    - id: ib.peermem\n", "    - id: ib.peermem\n      role: guard\n"
+    )
+    path = _edit(path.parent, "points: 40", "points: 0")
+    path = _edit(
+        path.parent,
+        "      params: {link_layer: InfiniBand}\n",
+        "      role: guard\n      params: {link_layer: InfiniBand}\n",
+    )
+    path = _edit(path.parent, "points: 60", "points: 0")
+    with pytest.raises(InputError, match="every check is a guard"):
+        loader.load_lab(path.parent)

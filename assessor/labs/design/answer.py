@@ -9,6 +9,7 @@ silently ignoring it would grade the candidate on a number they thought they gav
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from assessor.yamlio import KeyPath, Located
@@ -43,7 +44,24 @@ def check_mapping(located: Located, path: KeyPath, value: Any, schema: Schema) -
             if raw_key.endswith("?"):
                 continue
             raise located.error(path, f"missing key {key!r}")
+        if kind in ("count", "number"):
+            # YAML 1.1 reads 2.0944e3 and 1e3 as text; a number is a number however it is spelt
+            value[key] = as_number(value[key])
         check_value(located, (*path, key), value[key], kind)
+
+
+_NUMBER = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def as_number(value: Any) -> Any:
+    """``value`` as an int or float when it is a number in any YAML spelling (``2.0944e3``, ``1e3``,
+    ``1_536``, ``16.0`` for a whole number); anything else unchanged, for :func:`check_value` to refuse."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        number = float(value.strip().replace("_", ""))
+        value = number
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def check_value(located: Located, path: KeyPath, value: Any, kind: Any) -> None:

@@ -160,12 +160,21 @@ def compare(
             good = isinstance(have, (int, float)) and abs(float(have) - float(value)) <= abs(float(value)) * pct / 100
         if not good:
             wrong.append(key)
-    fails = [f"{key} = {got.get(key)!r} is wrong" for key in wrong] + list(extra_fails or [])
+    extras = list(extra_fails or [])
+    # each wrong field with why (its rule), never the right value unless the lab reveals it
+    fails = [_wrong(key, got.get(key), rules.get(key), want[key] if reveal else None) for key in wrong] + extras
     expected: dict[str, Any] = {key: (want[key] if reveal else rules.get(key, "computed")) for key in want}
+    total = len(want)
     if not fails:
-        return Result(spec_id, "pass", ok, observed=got, expected=want)
+        # a part's pass says only what it graded: the grader's summary would give other parts' numbers away
+        message = ok if not parts else f"{total} of {total} {_answers(total)} right ({', '.join(sorted(want))})"
+        return Result(spec_id, "pass", message, observed=got, expected=want if not parts else None)
     shown_rules = "; ".join(f"{key}: {rules[key]}" for key in wrong if key in rules)
-    message = f"{len(fails)} of {len(want) + len(extra_fails or [])} answers wrong: " + "; ".join(fails[:6])
+    if wrong:
+        message = f"{len(wrong)} of {total} {_answers(total)} wrong: "
+    else:
+        message = f"{total} of {total} {_answers(total)} right, but: "
+    message += "; ".join(fails[:6])
     if len(fails) > 6:
         message += f" (and {len(fails) - 6} more)"
     return Result(
@@ -176,3 +185,17 @@ def compare(
         expected=expected,
         hint=(shown_rules + ". " if shown_rules else "") + hint,
     )
+
+
+def _answers(n: int) -> str:
+    return "answer" if n == 1 else "answers"
+
+
+def _wrong(key: str, have: Any, rule: str | None, right: Any) -> str:
+    """One wrong field: its name, what the candidate gave, and why it is wrong (the rule it breaks)."""
+    text = f"{key} is missing" if have is None else f"{key} = {have!r} is wrong"
+    if right is not None:
+        text += f" (computed: {right!r})"
+    elif rule:
+        text += f" (rule: {rule})"
+    return text

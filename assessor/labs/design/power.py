@@ -182,7 +182,7 @@ def grade_power(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         extra.append(f"a {rack_kw:g} kW rack exceeds the {plan.budget_kw_per_rack:g} kW budget")
     cooled = parts is None or "cooling_kw" in parts
     if cooled and isinstance(cooling, (int, float)) and cooling < plan.total_it_kw * 0.99:
-        extra.append(f"{cooling:g} kW of cooling cannot remove {plan.total_it_kw:g} kW of heat")
+        extra.append(f"cooling_kw {cooling:g} is less than the IT load it must remove")
     tolerance = float(params.get("tolerance_pct") or 0.0)
     return compare(
         "design.power",

@@ -200,9 +200,9 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     low, high = profile.cost_k
     if "cost" in parts:
         if abs(stated - total) > 0.5:
-            fails.append(f"yearly_cost_k {stated:g} is not the sum of the rows ({total:g})")
+            fails.append(f"yearly_cost_k {stated:g} is not the sum of the team's rows (count x salary_k)")
         if not low <= total <= high:
-            fails.append(f"the team costs {total:g}k a year, outside the {profile.size} band {low}-{high}k")
+            fails.append(f"the team's rows add up to a yearly cost outside the {profile.size} band {low}-{high}k")
             hints.append("trade levels and salaries within the bands until the total fits")
     observed = {"size": size, "covered": covered, "yearly_cost_k": total}
     expected = {

@@ -71,7 +71,8 @@ def test_grader_fails_cooling_below_the_heat_load() -> None:
     # Cooling sized for the nodes only forgets the switches' 136 kW.
     result = run_grader(GRADERS["design.power"], reference(cooling_kw=1958.4), LAB)
     assert result.status == "fail"
-    assert "cannot remove 2094.4 kW of heat" in result.message
+    assert "cooling_kw 1958.4 is less than the IT load it must remove" in result.message
+    assert "2094.4" not in result.message and "2094.4" not in (result.hint or "")  # the right value stays unsaid
 
 
 def test_grader_needs_facility_kw_when_the_lab_gives_a_pue() -> None:
@@ -95,3 +96,32 @@ def test_grader_without_required_params_is_an_error() -> None:
     result = run_grader(GRADERS["design.power"], reference(), {"nodes": 192})
     assert result.status == "error"
     assert "budget_kw_per_rack" in result.message
+
+
+def test_numbers_in_any_yaml_spelling_are_numbers(tmp_path) -> None:
+    from assessor.labs.designs import load_answer
+
+    path = tmp_path / "answer.yaml"
+    path.write_text(
+        "power:\n  nodes_per_rack: 3.0\n  compute_racks: 6.4e1\n  rack_kw: 30.6\n"
+        "  total_it_kw: 2.0944e3\n  cooling_kw: 2.0944E+3\n  facility_kw: 2_722.72\n",
+        encoding="utf-8",
+    )
+    answer = load_answer(path, ["design.power"])
+    result = run_grader(GRADERS["design.power"], answer, LAB)
+    assert result.status == "pass", result.message
+
+
+def test_a_wrong_field_is_named_with_its_rule_and_never_its_right_value() -> None:
+    result = run_grader(GRADERS["design.power"], reference(nodes_per_rack=4, compute_racks=48), LAB)
+    assert result.message.startswith("2 of 6 answers wrong: nodes_per_rack = 4 is wrong (rule: ")
+    assert "compute_racks = 48 is wrong" in result.message
+    assert "= 3 " not in result.message and "64" not in result.message
+    assert "64" not in str(result.expected) and "64" not in (result.hint or "")
+
+
+def test_a_part_that_passes_counts_its_answers_and_gives_no_other_part_away() -> None:
+    wrong_racks = reference(compute_racks=48)
+    result = run_grader(GRADERS["design.power"], wrong_racks, {**LAB, "parts": ["total_it_kw", "cooling_kw"]})
+    assert result.status == "pass"
+    assert result.message == "2 of 2 answers right (cooling_kw, total_it_kw)"  # not "... in 64 racks ..."

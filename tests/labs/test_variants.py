@@ -1,0 +1,88 @@
+"""Per-candidate variants: a seed from candidate and lab id picks e.g. which HCA's port a lab takes down."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from assessor.cli import main
+from assessor.errors import InputError
+from assessor.labs import loader
+from assessor.sim.state import load_state
+
+VARIANT_YAML = """variants:
+  ca: [mlx5_0, mlx5_3, mlx5_6, mlx5_9]
+scenario:
+  faults:
+    - {fault: ib-port-down, options: {ca: "{ca}"}}
+    - {fault: peermem-unloaded}
+solution:
+  commands:
+    - modprobe nvidia_peermem
+  repair:
+    - {fault: ib-port-down, options: {ca: "{ca}"}}
+"""
+
+
+def variant_lab(root: Path) -> Path:
+    """ib-301 with the downed port's HCA picked per candidate."""
+    path = root / "infiniband" / "ib-301" / "lab.yaml"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index("scenario:"), text.index("grading:")
+    path.write_text(text[:start] + VARIANT_YAML + text[end:], encoding="utf-8")
+    readme = path.with_name("README.md")
+    readme.write_text(readme.read_text(encoding="utf-8") + "\nThe port to look at is on {ca}.\n", encoding="utf-8")
+    return path
+
+
+def gpulab(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def down_hcas(state: Path) -> list[str]:
+    return [h.name for h in load_state(state).ib_hcas if any(p.state != "Active" for p in h.ports)]
+
+
+def test_the_variant_is_the_same_for_a_candidate_and_differs_between_candidates(labs_copy: Path):
+    lab = loader.load_lab(variant_lab(labs_copy).parent)
+    assert lab.variant == {"ca": "mlx5_0"}  # no candidate named: the first value
+    assert loader.pick_variant(lab, "ana") == loader.pick_variant(lab, "ana")
+    picked = {loader.pick_variant(lab, f"candidate{i}")["ca"] for i in range(40)}
+    assert picked == {"mlx5_0", "mlx5_3", "mlx5_6", "mlx5_9"}
+    built = loader.with_variant(lab, {"ca": "mlx5_6"})
+    assert built.faults[0].options == {"ca": "mlx5_6"} and built.repair[0].options == {"ca": "mlx5_6"}
+
+
+def test_a_placeholder_that_is_not_a_variant_is_refused(labs_copy: Path):
+    path = variant_lab(labs_copy)
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(
+            '"{ca}"}}\n    - {fault: peermem', '"{cable}"}}\n    - {fault: peermem', 1
+        )
+    )
+    with pytest.raises(InputError, match=r"\{cable\} is not a variant of this lab \(variants: ca\)"):
+        loader.load_lab(path.parent)
+
+
+def test_start_grade_and_solve_use_the_candidates_variant(
+    monkeypatch: pytest.MonkeyPatch, labs_copy: Path, tmp_path: Path
+):
+    monkeypatch.setenv("GPULAB_LABS", str(labs_copy))
+    monkeypatch.setenv("GPULAB_DB", str(tmp_path / "a.db"))
+    lab = loader.load_lab(variant_lab(labs_copy).parent)
+    names = [f"c{i}" for i in range(40)]
+    who = next(n for n in names if loader.pick_variant(lab, n)["ca"] != "mlx5_0")  # not the default
+    ca = loader.pick_variant(lab, who)["ca"]
+    state = tmp_path / "node.json"
+    code, out, _ = gpulab("lab", "start", "ib-301", "--target", f"mock:{state}", "--candidate", who)
+    assert code == 0 and f"your variant of ib-301: ca = {ca}" in out
+    assert down_hcas(state) == [ca]
+    assert f"The port to look at is on {ca}." in gpulab("lab", "show", "ib-301", "--candidate", who)[1]
+    assert gpulab("lab", "solve", "ib-301", "--target", f"mock:{state}")[0] == 0  # the instructor's solve
+    assert down_hcas(state) == []  # it repaired the candidate's port, not mlx5_0's
+    code, out, _ = gpulab("lab", "grade", "ib-301", "--target", f"mock:{state}", "--candidate", who, "--json")
+    assert json.loads(out)["percent"] == 100.0
