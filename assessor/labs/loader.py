@@ -371,8 +371,9 @@ def _build(data: dict[str, Any], directory: Path) -> Lab:
         LabCheck(
             id=c["id"],
             params=_typed(c["id"], dict(c.get("params") or {})),
-            points=float(c["points"]),
+            points=0.0 if c.get("role") == "guard" else float(c["points"]),
             hint=c["hint"],
+            role=c.get("role", "task"),
             partial=tuple(Partial(p["param"], float(p["factor"]), float(p["credit"])) for p in c.get("partial") or []),
         )
         for c in raw_checks
@@ -395,8 +396,10 @@ def _build(data: dict[str, Any], directory: Path) -> Lab:
         dcgm_level=int(grading.get("dcgm_level", 1)),
         faults=_steps(scenario.get("faults")),
         commands=tuple(scenario.get("commands") or ()),
+        files=dict(scenario.get("files") or {}),
         playbooks=dict(scenario.get("playbooks") or {}),
         solution_commands=tuple(solution.get("commands") or ()),
+        solution_files=dict(solution.get("files") or {}),
         repair=_steps(solution.get("repair")),
         solution_answer=solution.get("answer"),
         answer_example=answer.get("example"),
