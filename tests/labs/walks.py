@@ -183,3 +183,47 @@ WALKS: dict[str, dict[str, list[Walk] | None]] = {
         "wrong": [["modprobe nvidia_peermem"], [conf()]],
     },
 }
+
+
+# Labs whose remedy is physical: the ticket the candidate raises (labs/<domain>/<id>/diagnosis.yaml is the
+# reference), graded by design.diagnosis with these params. Wrong tickets that must not pass are beside them.
+CABLE = ["reseat-cable", "replace-cable", "replace-transceiver", "check-switch-port"]
+OPTIC = ["replace-cable", "replace-transceiver"]
+DIAGNOSES: dict[str, dict[str, list[dict[str, object]]]] = {
+    "ib-201": {"expected": [{"component": "mlx5_2", "finding": "no-link", "actions": CABLE}]},
+    "ib-301": {"expected": [{"component": "mlx5_5", "finding": "degraded-rate", "actions": OPTIC}]},
+    "ib-401": {
+        "expected": [{"component": "the fabric", "finding": "no-subnet-manager", "actions": ["restore-subnet-manager"]}]
+    },
+    "ib-402": {
+        "expected": [
+            {"component": "mlx5_2", "finding": "no-link", "actions": CABLE},
+            {"component": "mlx5_6", "finding": "degraded-rate", "actions": OPTIC},
+        ]
+    },
+    "health-401": {
+        "expected": [{"component": "GPU 6", "finding": "off-the-bus", "actions": ["power-cycle", "reseat-gpu"]}]
+    },
+    "health-403": {
+        "expected": [{"component": "GPU 2", "finding": "degraded-width", "actions": ["reseat-gpu", "rma-gpu"]}]
+    },
+}
+
+
+def row(component: str, finding: str, action: str) -> dict[str, str]:
+    return {"component": component, "finding": finding, "action": action, "why": "as the tools showed"}
+
+
+WRONG_DIAGNOSES: dict[str, list[list[dict[str, str]]]] = {
+    "ib-201": [[row("mlx5_3", "no-link", "reseat-cable")], [row("mlx5_2", "no-link", "rma-gpu")]],
+    "ib-301": [[row("mlx5_5", "no-link", "reseat-cable")]],
+    "ib-401": [[row("mlx5_0", "no-link", "replace-cable")]],
+    "ib-402": [
+        # the two repairs swapped
+        [row("mlx5_2", "degraded-rate", "replace-transceiver"), row("mlx5_6", "no-link", "reseat-cable")],
+        # one of two
+        [row("mlx5_2", "no-link", "reseat-cable")],
+    ],
+    "health-401": [[row("GPU 2", "off-the-bus", "power-cycle")]],
+    "health-403": [[row("GPU 2", "degraded-width", "power-cycle")], [row("GPU 3", "degraded-width", "reseat-gpu")]],
+}
