@@ -60,6 +60,8 @@ class Gpu:
     throttle_reasons: list[str] | None = None
     mig_mode_current: bool | None = None  # None: MIG not supported
     mig_mode_pending: bool | None = None
+    # GPU instance id of each MIG device (a GPU instance with a compute instance); None: not reported
+    mig_devices: list[int] | None = None
     fabric_state: str | None = None  # Completed, In Progress, Not Started, Not Supported
     fabric_status: str | None = None  # Success, or the error
     nvlinks: list[NvLink] | None = None

@@ -169,7 +169,8 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
     fails: list[str] = []
     commands: list[str] = []
     if params.get("require_compute_instances"):
-        fails, commands = _missing_compute_instances(instances, sorted(want))
+        devices = {g.index: g.mig_devices for g in facts.gpus or () if g.mig_devices is not None}
+        fails, commands = _missing_compute_instances(instances, sorted(want), devices)
     for index, counts in sorted(want.items()):
         got = have.get(index, Counter())
         if got != counts:
@@ -199,17 +200,26 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
     )
 
 
-def _missing_compute_instances(instances: list[GpuInstance], gpus: list[int]) -> tuple[list[str], list[str]]:
-    """GPU instances on ``gpus`` without a compute instance: no MIG device, so nothing can run on them."""
+def _missing_compute_instances(
+    instances: list[GpuInstance], gpus: list[int], devices: dict[int, list[int]]
+) -> tuple[list[str], list[str]]:
+    """GPU instances on ``gpus`` without a compute instance: no MIG device, so nothing can run on them.
+
+    The compute instances come from NVML (``gi.compute_instances``), else from the MIG devices of
+    ``nvidia-smi -q -x`` (``devices``: GPU index -> the GPU instance id of each MIG device).
+    """
     fails: list[str] = []
     commands: list[str] = []
     for gi in instances:
         if gi.gpu not in gpus:
             continue
-        if gi.compute_instances is None:
+        has_ci = bool(gi.compute_instances) if gi.compute_instances is not None else None
+        if has_ci is None and gi.gpu in devices:
+            has_ci = gi.gi_id in devices[gi.gpu]
+        if has_ci is None:
             # Unknown is not a pass: the capture could not list compute instances (NVML unavailable).
             fails.append(f"GPU {gi.gpu} instance {gi.gi_id} ({gi.name}): compute instances unknown")
-        elif not gi.compute_instances:
+        elif not has_ci:
             fails.append(f"GPU {gi.gpu} instance {gi.gi_id} ({gi.name}) has no compute instance")
             commands.append(f"nvidia-smi mig -i {gi.gpu} -gi {gi.gi_id} -cci")
     return fails, commands

@@ -113,10 +113,24 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         throttle_reasons=_throttle_reasons(g),
         mig_mode_current=_bool(g, "mig_mode/current_mig"),
         mig_mode_pending=_bool(g, "mig_mode/pending_mig"),
+        mig_devices=_mig_devices(g),
         fabric_state=_text(g, "fabric/state"),
         fabric_status=_text(g, "fabric/status"),
         compute_mode=_text(g, "compute_mode"),
     )
+
+
+def _mig_devices(g: ET.Element) -> list[int] | None:
+    """The GPU instance id of each ``<mig_device>``; ``<mig_devices>None</mig_devices>`` is none, absent unknown."""
+    block = g.find("mig_devices")
+    if block is None:
+        return None
+    out = []
+    for dev in block.findall("mig_device"):
+        gi = _text(dev, "gpu_instance_id")
+        if gi is not None and gi.isdigit():
+            out.append(int(gi))
+    return out
 
 
 def _text(parent: ET.Element | None, path: str) -> str | None:

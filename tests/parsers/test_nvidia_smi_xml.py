@@ -325,3 +325,8 @@ def test_warning_printed_before_the_xml_is_skipped_and_lines_stay_true() -> None
 )
 def test_bus_ids_normalise_to_the_nvidia_smi_form(raw: str, normalised: str | None) -> None:
     assert normalize_bus_id(raw) == normalised
+
+
+def test_mig_devices_give_the_gpu_instance_of_each_device() -> None:
+    # corpus a100-sxm4-40gb-mig-510-v11: two MIG devices, in GPU instances 1 and 2
+    assert first_gpu(read_corpus(A100_40_V11)).mig_devices == [1, 2]
