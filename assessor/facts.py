@@ -60,8 +60,6 @@ class Gpu:
     throttle_reasons: list[str] | None = None
     mig_mode_current: bool | None = None  # None: MIG not supported
     mig_mode_pending: bool | None = None
-    # GPU instance id of each MIG device (a GPU instance with a compute instance); None: not reported
-    mig_devices: list[int] | None = None
     fabric_state: str | None = None  # Completed, In Progress, Not Started, Not Supported
     fabric_status: str | None = None  # Success, or the error
     nvlinks: list[NvLink] | None = None
@@ -318,6 +316,9 @@ class NodeFacts:
     driver: DriverInfo | None = None
     gpus: list[Gpu] | None = None
     mig_instances: list[GpuInstance] | None = None
+    # GPU index -> the GPU instance id of each MIG device (a GPU instance with a compute instance), from
+    # nvidia-smi -q -x for the GPUs in MIG mode: what shows a GPU instance can run work without NVML
+    mig_devices: dict[int, list[int]] | None = None
     mig_profiles: list[MigProfile] | None = None
     topology: Topology | None = None
     ib_ports: list[IbPort] | None = None

@@ -169,8 +169,7 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
     fails: list[str] = []
     commands: list[str] = []
     if params.get("require_compute_instances"):
-        devices = {g.index: g.mig_devices for g in facts.gpus or () if g.mig_devices is not None}
-        fails, commands = _missing_compute_instances(instances, sorted(want), devices)
+        fails, commands = _missing_compute_instances(instances, sorted(want), facts.mig_devices or {})
     for index, counts in sorted(want.items()):
         got = have.get(index, Counter())
         if got != counts:

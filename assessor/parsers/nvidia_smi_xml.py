@@ -66,8 +66,14 @@ def parse(text: str) -> NodeFacts:
         raise ParseError(f"root element is <{root.tag}>, expected <nvidia_smi_log>", line=offset + 1)
 
     driver = DriverInfo(version=_text(root, "driver_version"), cuda_version=_text(root, "cuda_version"))
-    gpus = [_gpu(index, element) for index, element in enumerate(root.findall("gpu"))]
-    return NodeFacts(driver=driver, gpus=gpus)
+    elements = root.findall("gpu")
+    gpus = [_gpu(index, element) for index, element in enumerate(elements)]
+    devices = {
+        gpu.index: found
+        for gpu, element in zip(gpus, elements, strict=True)
+        if gpu.mig_mode_current and (found := _mig_devices(element)) is not None
+    }
+    return NodeFacts(driver=driver, gpus=gpus, mig_devices=devices or None)
 
 
 def _gpu(index: int, g: ET.Element) -> Gpu:
@@ -113,7 +119,6 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         throttle_reasons=_throttle_reasons(g),
         mig_mode_current=_bool(g, "mig_mode/current_mig"),
         mig_mode_pending=_bool(g, "mig_mode/pending_mig"),
-        mig_devices=_mig_devices(g),
         fabric_state=_text(g, "fabric/state"),
         fabric_status=_text(g, "fabric/status"),
         compute_mode=_text(g, "compute_mode"),
@@ -121,7 +126,10 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
 
 
 def _mig_devices(g: ET.Element) -> list[int] | None:
-    """The GPU instance id of each ``<mig_device>``; ``<mig_devices>None</mig_devices>`` is none, absent unknown."""
+    """The GPU instance id of each ``<mig_device>``; ``<mig_devices>None</mig_devices>`` is none, absent unknown.
+
+    A GPU instance without a compute instance has no MIG device, so it is missing here.
+    """
     block = g.find("mig_devices")
     if block is None:
         return None

@@ -136,9 +136,9 @@ def test_compute_instances_unknown_is_not_a_pass():
 
 def test_compute_instances_from_the_xml_mig_devices_when_nvml_is_absent():
     facts = _plan_node(None)
-    facts.gpus[0].mig_devices = [1, 2, 3, 4]  # nvidia-smi -q -x: one MIG device per GPU instance
+    facts.mig_devices = {0: [1, 2, 3, 4]}  # nvidia-smi -q -x: one MIG device per GPU instance
     assert run("mig.layout", facts, layout=H100_PLAN, require_compute_instances=True).status == "pass"
-    facts.gpus[0].mig_devices = [1, 3]
+    facts.mig_devices = {0: [1, 3]}
     r = run("mig.layout", facts, layout=H100_PLAN, require_compute_instances=True)
     assert r.status == "fail"
     assert "instance 2 (2g.20gb) has no compute instance" in r.message

@@ -329,4 +329,9 @@ def test_bus_ids_normalise_to_the_nvidia_smi_form(raw: str, normalised: str | No
 
 def test_mig_devices_give_the_gpu_instance_of_each_device() -> None:
     # corpus a100-sxm4-40gb-mig-510-v11: two MIG devices, in GPU instances 1 and 2
-    assert first_gpu(read_corpus(A100_40_V11)).mig_devices == [1, 2]
+    assert nvidia_smi_xml.parse(read_corpus(A100_40_V11)).mig_devices == {0: [1, 2]}
+
+
+def test_gpus_not_in_mig_mode_report_no_mig_devices() -> None:
+    # corpus a10g-515-v11: a <mig_devices> block on a GPU without MIG
+    assert nvidia_smi_xml.parse(read_corpus("nvidia_smi_xml/a10g-515-v11.xml")).mig_devices is None
