@@ -203,3 +203,22 @@ def test_lab_files_are_plain_yaml_with_comments_kept(tmp_path: Path) -> None:
     # the thresholds in lab params name their source next to the number
     text = (ROOT / "nccl" / "nccl-301" / "lab.yaml").read_text(encoding="utf-8")
     assert "min_gbps: 228}   # 8x A100" in text and "THRESHOLDS.md" in text
+
+
+@pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
+def test_points_go_to_the_task_and_guards_carry_none(lab: Lab) -> None:
+    tasks = [c for c in lab.checks if c.role == "task"]
+    guards = [c for c in lab.checks if c.role == "guard"]
+    assert tasks, f"{lab.id} has no task check: nothing to earn"
+    assert all(c.points > 0 for c in tasks)
+    assert all(c.points == 0 for c in guards)
+    assert lab.total_points == 100
+
+
+@pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
+def test_labs_are_configured_the_way_nccl_documents_not_by_a_pseudo_command(lab: Lab) -> None:
+    # gpulab-env is installed on no node: the candidate edits /etc/nccl.conf (or the job's environment)
+    assert "gpulab-env" not in lab.readme.read_text(encoding="utf-8")
+    assert not any(line.split()[0] == "gpulab-env" for line in (*lab.commands, *lab.solution_commands))
+    for files in (lab.files, lab.solution_files):
+        assert set(files) <= {"/etc/nccl.conf"}, f"{lab.id} writes {sorted(files)}"

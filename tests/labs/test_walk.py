@@ -24,7 +24,7 @@ from assessor.sim import faults
 from assessor.sim.config_root import populate, root_for_state
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
-from tests.labs.walks import WALKS, Walk
+from tests.labs.walks import PARTIAL, WALKS, Walk
 
 SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
 IDS = [lab.id for lab in SIM_LABS]
@@ -132,3 +132,15 @@ def test_wrong_fix_does_not_pass(lab: Lab, walk: Walk, tmp_path: Path) -> None:
 
 def test_every_lab_has_a_wrong_fix_walked() -> None:
     assert {lab.id for lab, _ in WRONG} == set(IDS)
+
+
+PARTLY = [(lab, *PARTIAL[lab.id]) for lab in SIM_LABS if lab.id in PARTIAL]
+
+
+@pytest.mark.parametrize(("lab", "walk", "percent"), PARTLY, ids=[lab.id for lab, _, _ in PARTLY])
+def test_a_partly_done_task_keeps_partial_credit(lab: Lab, walk: Walk, percent: float, tmp_path: Path) -> None:
+    spec = started_node(lab, tmp_path)
+    act(walk, spec, must_work=True)
+    g = grade(lab, spec)
+    assert g.percent == percent, explain(g)
+    assert not passes(lab, g)

@@ -15,12 +15,12 @@ The nodes are strict, as ``gpulab sim init`` makes them: their daemons and nvidi
 playbook that resets a GPU or changes an A100's MIG mode must drain first (playbooks/tasks/gpu_drain.yml).
 
 One documented exception, the labs that reload a kernel module: nccl-402 (``modprobe -r`` then ``modprobe
-nvidia_peermem``) and the labs whose playbooks drain the GPUs, drv-301, mig-201 and mig-302 (the drain unloads
-nvidia_drm and loads it again). A reload puts the module back at the top of lsmod (the most recently loaded first) and leaves its
-load line in the kernel log ("nvidia-peermem nv_mem_client_init:VERSION loaded", "nvidia-modeset: Loading
-NVIDIA Kernel Mode Setting Driver ..."). A real reload does both, and nothing a playbook runs can remove a
-dmesg line; for those labs the modules are compared as a set and the kernel log must be the fixture's plus
-only such lines. Nothing else is ignored.
+nvidia_peermem``) and the labs whose playbooks drain the GPUs, drv-301, mig-201 and mig-302 (the drain
+unloads nvidia_drm and loads it again). A reload puts the module back at the top of lsmod (the most recently
+loaded first) and leaves its load line in the kernel log ("nvidia-peermem nv_mem_client_init:VERSION
+loaded", "nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver ..."). A real reload does both, and
+nothing a playbook runs can remove a dmesg line; for those labs the modules are compared as a set and the
+kernel log must be the fixture's plus only such lines. Nothing else is ignored.
 
 The test inventory stands in for what root gives on a real node: ``ansible_become: false`` (the bed's sshd
 runs as the test user; the simulated tools see root through ``GPULAB_SIM_EUID=0``), and the interpreter is

@@ -227,3 +227,13 @@ WRONG_DIAGNOSES: dict[str, list[list[dict[str, str]]]] = {
     "health-401": [[row("GPU 2", "off-the-bus", "power-cycle")]],
     "health-403": [[row("GPU 2", "degraded-width", "power-cycle")], [row("GPU 3", "degraded-width", "reseat-gpu")]],
 }
+
+
+# Partly done tasks keep partial credit: (steps, the percent they earn).
+PARTIAL: dict[str, tuple[Walk, float]] = {
+    "drv-202": (["nvidia-smi -pm 1"], 50.0),  # persistence on, but not through the daemon
+    "nccl-402": (["modprobe nvidia_peermem"], 50.0),  # GPUDirect RDMA back, NCCL still on sockets
+    "ib-301": (["modprobe nvidia_peermem"], 50.0),  # the module loaded; the slow port is the data centre's
+    "mig-301": (["nvidia-smi -i 0 -mig 1"], 30.0),  # MIG on, no layout yet
+    "health-301": (["systemctl start nvidia-dcgm"], 20.0),  # DCGM back; the remap still pending
+}
