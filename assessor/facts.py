@@ -356,6 +356,9 @@ class NodeFacts:
     driver: DriverInfo | None = None
     gpus: list[Gpu] | None = None
     mig_instances: list[GpuInstance] | None = None
+    # GPU index -> the GPU instance id of each MIG device (a GPU instance with a compute instance), from
+    # nvidia-smi -q -x for the GPUs in MIG mode: what shows a GPU instance can run work without NVML
+    mig_compute_gis: dict[int, list[int]] | None = None
     mig_profiles: list[MigProfile] | None = None
     mig_devices: list[MigDevice] | None = None
     gpu_processes: list[GpuProcess] | None = None

@@ -121,6 +121,12 @@ def _create_command(index: int, names: list[str]) -> str:
             "GPU instance profiles every MIG GPU must hold, e.g. [3g.40gb, 3g.40gb, 1g.10gb]; or a dict "
             "{gpu index: [profiles]} for per-GPU layouts",
         ),
+        Param(
+            "require_compute_instances",
+            "bool",
+            False,
+            "every GPU instance of the layout must hold a compute instance (a MIG device in nvidia-smi -L)",
+        ),
     ),
     doc=(
         "Compares the GPU instances on each MIG-enabled GPU (nvidia-smi mig -lgi) with the layout a profile or "
@@ -162,6 +168,8 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
         want = {i: Counter(profile_name(str(n)) for n in layout) for i in mig_gpus}
     fails: list[str] = []
     commands: list[str] = []
+    if params.get("require_compute_instances"):
+        fails, commands = _missing_compute_instances(instances, sorted(want), facts.mig_compute_gis or {})
     for index, counts in sorted(want.items()):
         got = have.get(index, Counter())
         if got != counts:
@@ -189,3 +197,28 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
         observed=observed,
         expected=expected,
     )
+
+
+def _missing_compute_instances(
+    instances: list[GpuInstance], gpus: list[int], devices: dict[int, list[int]]
+) -> tuple[list[str], list[str]]:
+    """GPU instances on ``gpus`` without a compute instance: no MIG device, so nothing can run on them.
+
+    The compute instances come from NVML (``gi.compute_instances``), else from the MIG devices of
+    ``nvidia-smi -q -x`` (``devices``: GPU index -> the GPU instance id of each MIG device).
+    """
+    fails: list[str] = []
+    commands: list[str] = []
+    for gi in instances:
+        if gi.gpu not in gpus:
+            continue
+        has_ci = bool(gi.compute_instances) if gi.compute_instances is not None else None
+        if has_ci is None and gi.gpu in devices:
+            has_ci = gi.gi_id in devices[gi.gpu]
+        if has_ci is None:
+            # Unknown is not a pass: the capture could not list compute instances (NVML unavailable).
+            fails.append(f"GPU {gi.gpu} instance {gi.gi_id} ({gi.name}): compute instances unknown")
+        elif not has_ci:
+            fails.append(f"GPU {gi.gpu} instance {gi.gi_id} ({gi.name}) has no compute instance")
+            commands.append(f"nvidia-smi mig -i {gi.gpu} -gi {gi.gi_id} -cci")
+    return fails, commands

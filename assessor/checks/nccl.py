@@ -256,6 +256,13 @@ def _auto_bool(value: Any) -> bool | None:
             ref.AUTO,
             "whether NET/IB channels must use GPUDirect RDMA ('auto': on multi-node InfiniBand runs)",
         ),
+        Param(
+            "hcas",
+            "list",
+            None,
+            "the HCAs NCCL must use, exactly (the compute rails, e.g. [mlx5_0, mlx5_1]): read from "
+            "'NET/IB : Using [0]mlx5_0:1/IB ...'; a missing rail or an extra (storage) HCA fails",
+        ),
     ),
     doc=(
         "Reads NCCL_DEBUG=INFO lines for the network NCCL chose and the transports of its channels. A multi-node "
@@ -349,6 +356,19 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=expected,
             hint="modprobe nvidia_peermem (ib.peermem) and check GPU-NIC affinity (topo.nic_affinity)",
         )
+    rails = params.get("hcas")
+    if rails:
+        problem = _rail_problem(debug.ib_devices, [str(r) for r in rails])
+        if problem:
+            return result(
+                "nccl.transport",
+                "fail",
+                problem,
+                observed={**observed, "hcas": _hca_names(debug.ib_devices)},
+                expected={**expected, "hcas": sorted(str(r) for r in rails)},
+                hint="NCCL_IB_HCA (in /etc/nccl.conf or the job's environment) must name the compute rails "
+                "and no storage HCA; an entry without '=' is a prefix (mlx5_1 also matches mlx5_10)",
+            )
     if not multi and is_socket:
         return result(
             "nccl.transport",
@@ -360,3 +380,23 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
     summary = f"network {debug.network or 'unknown'}" + (", GDRDMA" if debug.gdrdma else "")
     scope = "multi-node" if multi else "single node"
     return result("nccl.transport", "pass", f"{scope}: {summary}", observed=observed, expected=expected)
+
+
+def _hca_names(devices: list[str]) -> list[str]:
+    """``mlx5_0:1/IB`` -> ``mlx5_0``: the HCAs of NCCL's ``NET/IB : Using`` line, sorted."""
+    return sorted({d.split(":", 1)[0].split("/", 1)[0] for d in devices})
+
+
+def _rail_problem(devices: list[str], rails: list[str]) -> str | None:
+    """Why the HCAs NCCL used are not exactly ``rails``; None when they are."""
+    used = set(_hca_names(devices))
+    if not used:
+        return "NCCL used no IB HCA (no 'NET/IB : Using' line)"
+    missing = sorted(set(rails) - used)
+    extra = sorted(used - set(rails))
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} of {len(rails)} rails unused ({', '.join(missing)})")
+    if extra:
+        parts.append(f"HCAs that are not rails used ({', '.join(extra)})")
+    return "; ".join(parts) or None

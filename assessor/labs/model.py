@@ -87,8 +87,10 @@ class Lab:
     dcgm_level: int = 1
     faults: tuple[FaultStep, ...] = ()
     commands: tuple[str, ...] = ()
+    files: dict[str, str] = field(default_factory=dict)  # simulator: node config files the scenario writes
     playbooks: dict[str, str] = field(default_factory=dict)  # setup / solve / reset -> file in the lab's folder
     solution_commands: tuple[str, ...] = ()
+    solution_files: dict[str, str] = field(default_factory=dict)  # simulator: config files the solution writes
     repair: tuple[FaultStep, ...] = ()
     solution_answer: str | None = None  # design labs: reference answer file in the lab dir
     answer_example: str | None = None  # design labs: example answer file in the lab dir

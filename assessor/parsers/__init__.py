@@ -35,7 +35,7 @@ KINDS: dict[str, Kind] = {
             "the NVML collector (pynvml)",
             ("driver", "gpus", "mig_instances"),
         ),
-        Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi -q -x", ("driver", "gpus")),
+        Kind("nvidia-smi-xml", "nvidia_smi_xml", "parse", "nvidia-smi -q -x", ("driver", "gpus", "mig_compute_gis")),
         Kind("nvidia-smi-q", "nvidia_smi_q", "parse", "nvidia-smi -q", ("driver", "gpus")),
         Kind(
             "nvidia-smi",

@@ -75,8 +75,14 @@ def parse(text: str) -> NodeFacts:
         raise ParseError(f"root element is <{root.tag}>, expected <nvidia_smi_log>", line=offset + 1)
 
     driver = DriverInfo(version=_text(root, "driver_version"), cuda_version=_text(root, "cuda_version"))
-    gpus = [_gpu(index, element) for index, element in enumerate(root.findall("gpu"))]
-    return NodeFacts(driver=driver, gpus=gpus)
+    elements = root.findall("gpu")
+    gpus = [_gpu(index, element) for index, element in enumerate(elements)]
+    devices = {
+        gpu.index: found
+        for gpu, element in zip(gpus, elements, strict=True)
+        if gpu.mig_mode_current and (found := _mig_devices(element)) is not None
+    }
+    return NodeFacts(driver=driver, gpus=gpus, mig_compute_gis=devices or None)
 
 
 def _gpu(index: int, g: ET.Element) -> Gpu:
@@ -126,6 +132,22 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         fabric_status=_text(g, "fabric/status"),
         compute_mode=_text(g, "compute_mode"),
     )
+
+
+def _mig_devices(g: ET.Element) -> list[int] | None:
+    """The GPU instance id of each ``<mig_device>``; ``<mig_devices>None</mig_devices>`` is none, absent unknown.
+
+    A GPU instance without a compute instance has no MIG device, so it is missing here.
+    """
+    block = g.find("mig_devices")
+    if block is None:
+        return None
+    out = []
+    for dev in block.findall("mig_device"):
+        gi = _text(dev, "gpu_instance_id")
+        if gi is not None and gi.isdigit():
+            out.append(int(gi))
+    return out
 
 
 def _text(parent: ET.Element | None, path: str) -> str | None:

@@ -1,5 +1,5 @@
 from assessor.facts import GpuInstance
-from tests.support.builders import A100, L40S, gpu, gpus, node, run
+from tests.support.builders import A100, H100, L40S, gpu, gpus, node, run
 
 
 def gi(gpu_index: int, name: str, gi_id: int, profile_id: int | None = None) -> GpuInstance:
@@ -92,3 +92,54 @@ def test_layout_missing_instances_skips_and_broken_errors():
     assert run("mig.layout", node(gpus=[MIG_GPU]), layout=["7g.40gb"]).status == "skip"
     r = run("mig.layout", node(problems={"mig_instances": "nvidia-smi mig -lgi: exit 6"}), layout=["7g.40gb"])
     assert r.status == "error"
+
+
+def _with_cis(instances: list[GpuInstance], cis: list[int] | None) -> list[GpuInstance]:
+    """Each GPU instance with ``cis[i]`` compute instances (None: the capture could not tell)."""
+    from assessor.facts import ComputeInstance
+
+    for i, inst in enumerate(instances):
+        if cis is not None:
+            inst.compute_instances = [ComputeInstance(ci_id=c, name=inst.name) for c in range(cis[i])]
+    return instances
+
+
+H100_PLAN = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+
+
+def _plan_node(cis: list[int] | None):
+    instances = _with_cis([gi(0, name, n + 1) for n, name in enumerate(H100_PLAN)], cis)
+    g = gpus(2, H100, mig_mode_current=False, mig_mode_pending=False)
+    g[0].mig_mode_current = g[0].mig_mode_pending = True
+    return node(gpus=g, mig_instances=instances)
+
+
+def test_layout_with_compute_instances_required_passes_when_each_gi_has_one():
+    r = run("mig.layout", _plan_node([1, 1, 1, 1]), layout=H100_PLAN, require_compute_instances=True)
+    assert r.status == "pass", r.message
+
+
+def test_layout_without_compute_instances_fails_when_required_naming_the_gi():
+    facts = _plan_node([1, 0, 1, 0])
+    assert run("mig.layout", facts, layout=H100_PLAN).status == "pass"  # GIs alone match the layout
+    r = run("mig.layout", facts, layout=H100_PLAN, require_compute_instances=True)
+    assert r.status == "fail"
+    assert "GPU 0 instance 2 (2g.20gb) has no compute instance" in r.message
+    assert r.hint and "nvidia-smi mig -i 0 -gi 2 -cci" in r.hint
+
+
+def test_compute_instances_unknown_is_not_a_pass():
+    r = run("mig.layout", _plan_node(None), layout=H100_PLAN, require_compute_instances=True)
+    assert r.status == "fail"
+    assert "compute instances unknown" in r.message
+
+
+def test_compute_instances_from_the_xml_mig_devices_when_nvml_is_absent():
+    facts = _plan_node(None)
+    facts.mig_compute_gis = {0: [1, 2, 3, 4]}  # nvidia-smi -q -x: one MIG device per GPU instance
+    assert run("mig.layout", facts, layout=H100_PLAN, require_compute_instances=True).status == "pass"
+    facts.mig_compute_gis = {0: [1, 3]}
+    r = run("mig.layout", facts, layout=H100_PLAN, require_compute_instances=True)
+    assert r.status == "fail"
+    assert "instance 2 (2g.20gb) has no compute instance" in r.message
+    assert "instance 4 (1g.10gb) has no compute instance" in r.message

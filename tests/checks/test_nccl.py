@@ -202,3 +202,45 @@ def test_transport_without_debug_lines_skips():
 def test_transport_missing_and_broken():
     assert run("nccl.transport", node()).status == "skip"
     assert run("nccl.transport", node(problems={"nccl": "bad"})).status == "error"
+
+
+def _corpus_06_debug() -> NcclDebug:
+    # corpus/nccl_debug/06: "NET/IB : Using [0]mlx5_1:1/IB [1]mlx5_3:1/IB [2]mlx5_0:1/IB [3]mlx5_2:1/RoCE
+    # [4]mlx5_4:1/IB": five HCAs, one of them RoCE
+    from assessor.parsers.nccl_debug import parse_debug_lines
+    from tests.support.corpus import read_corpus
+
+    text = read_corpus("nccl_debug/06_old_nccl_2.5_ring_via_p2p_ipc_mixed_ib_roce.txt")
+    return parse_debug_lines(text.splitlines())
+
+
+def test_hcas_used_exactly_the_rails_passes():
+    debug = _corpus_06_debug()
+    facts = node(nccl=nccl_run(hosts=("a",), debug=debug))
+    r = run("nccl.transport", facts, hcas=["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4"])
+    assert r.status == "pass", r.message
+
+
+def test_hcas_a_storage_hca_in_use_fails_naming_it():
+    debug = _corpus_06_debug()
+    facts = node(nccl=nccl_run(hosts=("a",), debug=debug))
+    r = run("nccl.transport", facts, hcas=["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"])
+    assert r.status == "fail"
+    assert r.message == "HCAs that are not rails used (mlx5_4)"
+    assert r.observed["hcas"] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4"]
+
+
+def test_hcas_missing_rails_fail_with_the_count():
+    debug = _corpus_06_debug()
+    facts = node(nccl=nccl_run(hosts=("a",), debug=debug))
+    rails = [f"mlx5_{i}" for i in range(8)]
+    r = run("nccl.transport", facts, hcas=rails)
+    assert r.status == "fail"
+    assert r.message.startswith("3 of 8 rails unused (mlx5_5, mlx5_6, mlx5_7)")
+
+
+def test_hcas_required_but_nccl_used_sockets_is_not_a_pass():
+    debug = NcclDebug(network="Socket", ib_no_device=True, transports=["P2P/direct pointer"])
+    r = run("nccl.transport", node(nccl=nccl_run(hosts=("a",), debug=debug)), hcas=["mlx5_0"])
+    assert r.status == "fail"
+    assert "no IB HCA" in r.message

@@ -120,11 +120,14 @@ def test_exam_domains_are_blueprint_names(lab: Lab) -> None:
         assert domain in blueprints[exam]["domains"], name
 
 
-def test_nccl_bandwidth_checks_give_half_points_at_80_percent() -> None:
+def test_nccl_bandwidth_checks_give_half_points_from_80_percent() -> None:
     for lab in NODE_LABS:
         for check in lab.checks:
             if check.id == "nccl.busbw" and check.points >= 40:
-                assert [(p.param, p.factor, p.credit) for p in check.partial] == [("min_gbps", 0.8, 0.5)], lab.id
+                # half points from 80 % of the target; a lab whose start already reaches 80 % asks for more
+                # (nccl-302: NVLS off still gives 81 %), since the start state never earns points
+                [(param, factor, credit)] = [(p.param, p.factor, p.credit) for p in check.partial]
+                assert (param, credit) == ("min_gbps", 0.5) and 0.8 <= factor < 1, lab.id
 
 
 @pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
@@ -139,8 +142,8 @@ def test_node_lab_scenario_and_solution_are_well_formed(lab: Lab) -> None:
     else:
         assert not lab.playbooks, f"{lab.id} runs on the simulator only: its playbooks would never run"
     # the start must break something the solution fixes
-    assert lab.faults or lab.commands or any(c.id.startswith("mig.") for c in lab.checks)
-    assert lab.solution_commands or lab.repair
+    assert lab.faults or lab.commands or lab.files or any(c.id.startswith("mig.") for c in lab.checks)
+    assert lab.solution_commands or lab.repair or lab.solution_files
     for step in (*lab.faults, *lab.repair):
         fault = faults.get(step.fault)
         assert set(step.options) <= set(fault.options), (lab.id, step)
@@ -157,7 +160,9 @@ def test_readme_teaches_without_giving_the_answer(lab: Lab) -> None:
     assert text.startswith(f"# {lab.id}: ")
     assert f"gpulab lab grade {lab.id}" in text
     for line in lab.solution_commands:
-        assert line not in text, f"{lab.id} README gives away `{line}`"
+        # a one-word command (`reboot`) may be named in prose, not shown as the command to type
+        shown = f"`{line}`" in text if len(line.split()) == 1 else line in text
+        assert not shown, f"{lab.id} README gives away `{line}`"
     if not lab.is_design:
         assert f"gpulab sim init --fixture {lab.fixture} --state node.json" in text
         assert "gpulab sim shims ~/.gpulab/bin" in text
@@ -198,3 +203,22 @@ def test_lab_files_are_plain_yaml_with_comments_kept(tmp_path: Path) -> None:
     # the thresholds in lab params name their source next to the number
     text = (ROOT / "nccl" / "nccl-301" / "lab.yaml").read_text(encoding="utf-8")
     assert "min_gbps: 228}   # 8x A100" in text and "THRESHOLDS.md" in text
+
+
+@pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
+def test_points_go_to_the_task_and_guards_carry_none(lab: Lab) -> None:
+    tasks = [c for c in lab.checks if c.role == "task"]
+    guards = [c for c in lab.checks if c.role == "guard"]
+    assert tasks, f"{lab.id} has no task check: nothing to earn"
+    assert all(c.points > 0 for c in tasks)
+    assert all(c.points == 0 for c in guards)
+    assert lab.total_points == 100
+
+
+@pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
+def test_labs_are_configured_the_way_nccl_documents_not_by_a_pseudo_command(lab: Lab) -> None:
+    # gpulab-env is installed on no node: the candidate edits /etc/nccl.conf (or the job's environment)
+    assert "gpulab-env" not in lab.readme.read_text(encoding="utf-8")
+    assert not any(line.split()[0] == "gpulab-env" for line in (*lab.commands, *lab.solution_commands))
+    for files in (lab.files, lab.solution_files):
+        assert set(files) <= {"/etc/nccl.conf"}, f"{lab.id} writes {sorted(files)}"

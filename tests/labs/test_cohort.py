@@ -478,7 +478,7 @@ def test_cohort_start_breaks_every_host_grade_scores_each_candidate_reset_restor
     assert code == 1, err
     percent = {g["candidate"]: g["percent"] for g in json.loads(out)}
     assert percent["alice"] == percent["carol"] == 100.0
-    assert percent["bob"] == percent["dave"] == 40.0  # services.active (60 points) still fails
+    assert percent["bob"] == percent["dave"] == 0.0  # nothing done: the healthy rest is guarded, not scored
     assert {g["candidate"]: g["target"] for g in json.loads(out)} == {
         "alice": "node01",
         "bob": "node02",
@@ -490,7 +490,7 @@ def test_cohort_start_breaks_every_host_grade_scores_each_candidate_reset_restor
     assert code == 0, out
     # the gradebook directory holds each candidate's latest grade
     best = {row["candidate"]: row["labs"]["health-101"]["best"] for row in json.loads(out)["candidates"]}
-    assert best == {"alice": 100.0, "bob": 40.0, "carol": 100.0, "dave": 40.0}
+    assert best == {"alice": 100.0, "bob": 0.0, "carol": 100.0, "dave": 0.0}
 
     code, out, err = gpulab("lab", "reset", "health-101", *reach, "--forks", "2")
     assert code == 0 and out.splitlines()[-1] == "health-101 reset: 4 hosts: 4 reset", out + err
@@ -523,7 +523,7 @@ def test_an_unreachable_or_failing_host_is_reported_while_the_others_finish(bed:
     code, out, err = gpulab("lab", "grade", "health-101", *reach, "--db", str(db), "--out", str(tmp_path / "book"))
     assert code == 3, out + err
     lines = out.splitlines()
-    assert lines[0] == lines[1].replace("node02 (bob)", "node01 (alice)") == "node01 (alice): 40/100 (40 %) NOT PASSED"
+    assert lines[0] == lines[1].replace("node02 (bob)", "node01 (alice)") == "node01 (alice): 0/100 (0 %) NOT PASSED"
     assert lines[3].startswith("node99 (zoe): unreachable: ") and "refused" in lines[3]
     assert sorted(p.name for p in (tmp_path / "book").iterdir()) == ["node01.json", "node02.json", "stuck.json"]
 

@@ -41,7 +41,8 @@ def test_ib_lab_start_fails_solve_passes_reset_restores(tmp_path: Path):
     assert fixed.percent == 100.0 and fixed.passed
 
     lifecycle.reset(lab, spec)
-    assert dumps(load_state(node)) == dumps(load_fixture("dgx-a100", host="lab07"))  # host kept, all else fresh
+    # host kept, strict (the daemons hold the GPUs), all else fresh
+    assert dumps(load_state(node)) == dumps(load_fixture("dgx-a100", host="lab07", in_use=True))
 
 
 def test_start_begins_from_the_fixture_even_on_a_changed_node(tmp_path: Path):

@@ -11,11 +11,16 @@ shims first on their PATH; the files a real node keeps under / live in the node'
 - the solve playbook must bring the grade to 100 %;
 - the reset playbook must give back the fixture: the state file as a fresh one, the node's files as before.
 
-One documented exception, nccl-402: ``modprobe -r`` then ``modprobe nvidia_peermem`` puts the module back at
-the top of lsmod (the most recently loaded first) and leaves its load line in the kernel log
-("nvidia-peermem nv_mem_client_init:VERSION loaded"). A real reload does both, and nothing a playbook runs
-can remove a dmesg line; for that lab the modules are compared as a set and the kernel log must be the
-fixture's plus exactly that line. Nothing else is ignored.
+The nodes are strict, as ``gpulab sim init`` makes them: their daemons and nvidia_drm hold the GPUs, so a
+playbook that resets a GPU or changes an A100's MIG mode must drain first (playbooks/tasks/gpu_drain.yml).
+
+One documented exception, the labs that reload a kernel module: nccl-402 (``modprobe -r`` then ``modprobe
+nvidia_peermem``) and the labs whose playbooks drain the GPUs, drv-301, mig-201 and mig-302 (the drain
+unloads nvidia_drm and loads it again). A reload puts the module back at the top of lsmod (the most recently
+loaded first) and leaves its load line in the kernel log ("nvidia-peermem nv_mem_client_init:VERSION
+loaded", "nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver ..."). A real reload does both, and
+nothing a playbook runs can remove a dmesg line; for those labs the modules are compared as a set and the
+kernel log must be the fixture's plus only such lines. Nothing else is ignored.
 
 The test inventory stands in for what root gives on a real node: ``ansible_become: false`` (the bed's sshd
 runs as the test user; the simulated tools see root through ``GPULAB_SIM_EUID=0``), and the interpreter is
@@ -52,6 +57,13 @@ REAL_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_de
 # The node's own /etc/nccl.conf on the DGX A100 nodes: the playbooks must keep it and put it back. The H100
 # nodes have none: there the playbooks must remove the file they created.
 SITE_NCCL_CONF = "# NCCL settings of this site (the image's defaults apply)\n"
+# Labs whose playbooks reload a kernel module, and the kernel log line each reload leaves.
+RELOAD_LINES: dict[str, tuple[str, ...]] = {
+    "nccl-402": ("nvidia-peermem nv_mem_client_init:",),
+    "drv-301": ("nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",),
+    "mig-201": ("nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",),
+    "mig-302": ("nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",),
+}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +105,8 @@ def host_vars(node: Node) -> dict[str, Any]:
 def pristine(node: Node) -> None:
     """The node as its fixture ships, with its own files (a site nccl.conf on the DGX A100 nodes)."""
     assert node.root is not None
-    node.reset()
+    assert node.fixture is not None
+    save_state(load_fixture(node.fixture, host=node.name, in_use=True), node.state)  # strict, as sim init makes it
     for path in sorted(node.root.rglob("*"), reverse=True):
         if path.is_file():
             path.unlink()
@@ -124,17 +137,17 @@ def simulated_start(lab: Lab, tmp_path: Path) -> Grade:
     """The same lab started on a simulated node through its scenario (faults and commands), graded."""
     assert lab.fixture is not None
     path = tmp_path / "sim-node.json"
-    save_state(load_fixture(lab.fixture, host="sim-node"), path)
+    save_state(load_fixture(lab.fixture, host="sim-node", in_use=True), path)
     lifecycle.start(lab, f"mock:{path}")
     return grade(lab, f"mock:{path}")
 
 
-def peermem_reloaded(state: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
-    """``state`` with what a real nvidia_peermem reload leaves behind undone (see the module docstring)."""
+def module_reloaded(state: dict[str, Any], fresh: dict[str, Any], lines: tuple[str, ...]) -> dict[str, Any]:
+    """``state`` with what a real module reload leaves behind undone (see the module docstring)."""
     out = json.loads(json.dumps(state))
     extra = out["kernel_log"][len(fresh["kernel_log"]) :]
     assert out["kernel_log"][: len(fresh["kernel_log"])] == fresh["kernel_log"]
-    assert len(extra) == 1 and "nvidia-peermem nv_mem_client_init:" in extra[0] and extra[0].endswith(" loaded")
+    assert extra and all(any(marker in line for marker in lines) for line in extra), extra
     out["kernel_log"] = fresh["kernel_log"]
     order = [m["name"] for m in fresh["modules"]]
     out["modules"] = sorted(out["modules"], key=lambda m: order.index(m["name"]))
@@ -145,13 +158,14 @@ def peermem_reloaded(state: dict[str, Any], fresh: dict[str, Any]) -> dict[str, 
 
 def assert_back_to_fixture(lab: Lab, node: Node) -> None:
     assert lab.fixture is not None
-    fresh = dumps(load_fixture(lab.fixture, host=node.name))
+    fresh = dumps(load_fixture(lab.fixture, host=node.name, in_use=True))
     now = dumps(load_state(node.state))
-    if lab.id == "nccl-402":
-        fresh_doc = json.loads(fresh)
+    if lab.id in RELOAD_LINES:
+        fresh_doc = without_history(json.loads(fresh))
         for module in fresh_doc["modules"]:
             module["used_by"] = sorted(module["used_by"])
-        assert peermem_reloaded(json.loads(now), fresh_doc) == fresh_doc
+        reloaded = module_reloaded(without_history(json.loads(now)), fresh_doc, RELOAD_LINES[lab.id])
+        assert reloaded == fresh_doc
         return
     # The clock and units' "since" record when things happened, not what the node is (assessor.sim.state).
     assert without_history(json.loads(now)) == without_history(json.loads(fresh))

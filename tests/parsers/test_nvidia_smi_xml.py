@@ -325,3 +325,13 @@ def test_warning_printed_before_the_xml_is_skipped_and_lines_stay_true() -> None
 )
 def test_bus_ids_normalise_to_the_nvidia_smi_form(raw: str, normalised: str | None) -> None:
     assert normalize_bus_id(raw) == normalised
+
+
+def test_mig_devices_give_the_gpu_instance_of_each_device() -> None:
+    # corpus a100-sxm4-40gb-mig-510-v11: two MIG devices, in GPU instances 1 and 2
+    assert nvidia_smi_xml.parse(read_corpus(A100_40_V11)).mig_compute_gis == {0: [1, 2]}
+
+
+def test_gpus_not_in_mig_mode_report_no_mig_devices() -> None:
+    # corpus a10g-515-v11: a <mig_devices> block on a GPU without MIG
+    assert nvidia_smi_xml.parse(read_corpus("nvidia_smi_xml/a10g-515-v11.xml")).mig_compute_gis is None

@@ -2,8 +2,12 @@
 
 ``start`` restores the lab's fixture (keeping the host name), applies the scenario's faults
 (:mod:`assessor.sim.faults`) and runs its commands through the simulated tools; ``solve`` reverts the
-``repair`` faults and runs the solution's commands; ``reset`` writes the fixture back. The pseudo-command
-``gpulab-env NAME=VALUE`` / ``gpulab-env -u NAME`` edits the node's NCCL environment.
+``repair`` faults and runs the solution's commands; ``reset`` writes the fixture back. The node is a strict
+one, as ``gpulab sim init`` makes: its GPU daemons and ``nvidia_drm`` hold the GPUs, so a reset or an A100 MIG
+change needs the drain a real admin does. Configuration files (``/etc/nccl.conf``) live in the node's
+configuration root (:mod:`assessor.sim.config_root`); a lab's ``files:`` steps write them there, and
+``reset`` puts the shipped ones back. The legacy pseudo-command ``gpulab-env NAME=VALUE`` /
+``gpulab-env -u NAME`` (edits ``state.nccl_env``) is still understood but no lab uses it.
 """
 
 from __future__ import annotations
@@ -55,16 +59,36 @@ def fixture_state(lab: Lab, path: Path) -> Any:
 
     host = load_state(path).host if path.exists() else None
     assert lab.fixture is not None  # the loader requires a fixture on node labs
-    return load_fixture(lab.fixture, host=host)
+    # in_use: the daemons hold the GPUs as on a real node, so the lab's solutions must drain first
+    return load_fixture(lab.fixture, host=host, in_use=True)
+
+
+def write_files(files: dict[str, str], path: Path) -> list[str]:
+    """Write node configuration files (node path -> text) into the configuration root of ``path``."""
+    from assessor.sim.config_root import root_for_state
+
+    root = root_for_state(path)
+    log = []
+    for node_path, text in files.items():
+        parts = [p for p in node_path.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise StepFailed(f"{node_path}: not a file path on the node")
+        target = root.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        log.append(f"wrote {node_path}")
+    return log
 
 
 def reset_file(lab: Lab, path: Path) -> list[str]:
-    """Write the lab's fixture back to ``path`` (the host name stays)."""
+    """Write the lab's fixture back to ``path`` (the host name stays) and its shipped configuration files."""
+    from assessor.sim.config_root import populate, root_for_state
     from assessor.sim.state import locked, save_state
 
     with locked(path):
         state = fixture_state(lab, path)
         save_state(state, path)
+        populate(root_for_state(path), state, overwrite=True)
     return [f"{path}: reset to a healthy {lab.fixture} node ({state.host})"]
 
 
@@ -75,6 +99,7 @@ def start_file(lab: Lab, path: Path) -> list[str]:
     log = reset_file(lab, path)
     for step in lab.faults:
         log.append(faults.inject(path, step.fault, **step.options))
+    log += write_files(lab.files, path)
     for line in lab.commands:
         log.append(run_line(line, path))
     return log
@@ -91,6 +116,7 @@ def solve_file(lab: Lab, path: Path) -> list[str]:
     log = []
     for step in lab.repair:
         log.append(faults.repair(path, step.fault, **step.options))
+    log += write_files(lab.solution_files, path)
     for line in lab.solution_commands:
         log.append(run_line(line, path))
     if not log:

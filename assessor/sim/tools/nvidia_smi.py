@@ -555,6 +555,12 @@ def reset_gpu_state(gpu: GpuState) -> None:
         gpu.remapped_rows.pending = False
     if gpu.retired_pages is not None:
         gpu.retired_pages.pending = False
+    for link in gpu.nvlinks:
+        # A link a fatal NVLink error took down (Xid 74: a recovery counted) trains again at the reset,
+        # and the link's error counters are hardware counters that the reset clears.
+        if not link.active and link.errors.get("recovery", 0) > 0:
+            link.active = True
+        link.errors = dict.fromkeys(link.errors, 0)
 
 
 def gpu_reset(
