@@ -88,7 +88,7 @@ def parse(text: str, filename: str) -> Profile:
         typed = {}
         for key, value in raw.items():
             try:
-                if isinstance(value, str) and value.startswith(references.REF_PREFIX):
+                if references.is_ref(value):
                     value = references.resolve(value)
                 typed[key] = params.coerce(spec, key, value)
             except InputError as exc:

@@ -48,6 +48,11 @@ def names() -> list[str]:
     return out
 
 
+def is_ref(value: Any) -> bool:
+    """True for a ``ref:NAME`` string."""
+    return isinstance(value, str) and value.startswith(REF_PREFIX)
+
+
 def resolve(text: str) -> Any:
     """The value of ``ref:NAME`` or ``ref:NAME.FAMILY``; InputError for a reference that does not exist."""
     name, _, family = text.removeprefix(REF_PREFIX).partition(".")

@@ -127,6 +127,7 @@ def load_lab(directory: Path | str) -> Lab:
 
     directory = Path(directory)
     located = yamlio.load(directory / LAB_FILE)
+    resolve_references(located)
     stamp = validated_stamp(directory)
     if stamp is None or not stamp.exists():
         problems = schema_problems(located)
@@ -136,6 +137,32 @@ def load_lab(directory: Path | str) -> Lab:
             raise InputError("\n".join(str(p) for p in problems))
         _touch(stamp)
     return _build(located.data, directory)
+
+
+def resolve_references(located: Located) -> None:
+    """Replace each check parameter written ``ref:NAME[.FAMILY]`` by its reference number, in place.
+
+    Labs, like profiles, name the public reference numbers instead of repeating them
+    (assessor/data/references.yaml); an unknown name is an error naming file, line and key.
+    """
+    from assessor.checks import references
+
+    data = located.data
+    if not isinstance(data, dict):
+        return
+    for section in ("grading", "answer"):
+        block = data.get(section)
+        checks = block.get("checks") if isinstance(block, dict) else None
+        for i, check in enumerate(checks if isinstance(checks, list) else []):
+            params = check.get("params") if isinstance(check, dict) else None
+            if not isinstance(params, dict):
+                continue
+            for key, value in params.items():
+                if references.is_ref(value):
+                    try:
+                        params[key] = references.resolve(value)
+                    except InputError as exc:
+                        raise located.error((section, "checks", i, "params", key), str(exc)) from None
 
 
 def validated_stamp(directory: Path) -> Path | None:

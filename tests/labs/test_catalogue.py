@@ -199,10 +199,26 @@ def test_design_solution_numbers_are_not_in_the_readme() -> None:
     assert "spine: 32" not in text and "leaf: 48" not in text
 
 
-def test_lab_files_are_plain_yaml_with_comments_kept(tmp_path: Path) -> None:
-    # the thresholds in lab params name their source next to the number
+def test_lab_thresholds_are_named_references_resolved_at_load() -> None:
+    # a lab names the reference (kept once, with its source) instead of repeating the number
     text = (ROOT / "nccl" / "nccl-301" / "lab.yaml").read_text(encoding="utf-8")
-    assert "min_gbps: 228}   # 8x A100" in text and "THRESHOLDS.md" in text
+    assert "min_gbps: ref:nccl_allreduce_busbw_gbps.A100}" in text
+    busbw = next(c for c in CATALOGUE.get("nccl-301").checks if c.id == "nccl.busbw")
+    assert busbw.params["min_gbps"] == 228.0
+
+
+def test_an_unknown_reference_in_a_lab_names_file_line_and_key(tmp_path: Path) -> None:
+    import shutil
+
+    from assessor.errors import InputError
+    from assessor.labs.loader import load_lab
+
+    lab = tmp_path / "nccl" / "nccl-301"
+    shutil.copytree(ROOT / "nccl" / "nccl-301", lab)
+    text = (lab / "lab.yaml").read_text(encoding="utf-8")
+    (lab / "lab.yaml").write_text(text.replace("nccl_allreduce_busbw_gbps.A100", "nccl_allreduce_busbw_gbps.A1000"))
+    with pytest.raises(InputError, match=r"lab\.yaml:\d+: unknown reference .*grading\.checks\[\d\]\.params\.min_gbps"):
+        load_lab(lab)
 
 
 @pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
