@@ -189,7 +189,8 @@ def _validator_fingerprint() -> str:
 
     package = Path(__file__).resolve().parents[1]
     parts = [__version__]
-    for pattern in ("labs/*.py", "checks/*.py", "sim/faults.py", "sim/fixtures/*.json", "schemas/lab.schema.json"):
+    patterns = ("labs/*.py", "checks/*.py", "data/*.yaml", "sim/faults.py", "sim/fixtures/*.json", "schemas/*.json")
+    for pattern in patterns:
         for f in sorted(package.glob(pattern)):
             st = f.stat()
             parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
