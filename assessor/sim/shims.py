@@ -1,6 +1,7 @@
 """Write executables named like the real tools that run the simulated ones (``gpulab sim shims``).
 
-Every shim runs ``python -m assessor.sim.shim NAME``: none falls back to the host's command of the same
+Every shim runs ``python -S -m assessor.sim.shim NAME`` (no site-packages: the simulated tools need none, and
+skipping them keeps a tool call near 60 ms): none falls back to the host's command of the same
 name, so ``reboot``, ``shutdown`` or ``kill`` typed on a simulated node never reach the machine it runs on.
 The one exception is ``cat``, which answers the node's simulated files and hands any other path to
 ``/bin/cat``.
@@ -32,7 +33,7 @@ def write_shims(directory: Path | str, python: str | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     exe = shlex.quote(python or sys.executable)
     root = shlex.quote(str(Path(__file__).resolve().parents[2]))
-    run = f"PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}} exec {exe} -m assessor.sim.shim"
+    run = f"PYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}} exec {exe} -S -m assessor.sim.shim"
     written = []
     for name in sorted(TOOLS):
         if name == "cat":

@@ -51,7 +51,6 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -488,6 +487,8 @@ def save_state(state: NodeState, path: str | os.PathLike[str]) -> None:
     data = to_dict(state)
     data[STAMP_KEY] = stamp(data)
     # The temporary file lives beside the target so os.replace is a rename within one filesystem.
+    import tempfile  # here, not at import: every simulated tool loads a state, few write one
+
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
