@@ -1,35 +1,32 @@
 #!/usr/bin/env bash
 # Set up everything gpulab and its tests need on a fresh Debian/Ubuntu machine:
 # a virtual environment with the project and its dev tools, and (as root) the system
-# packages the test bed uses. Safe to run again.
+# packages the test bed uses. Safe to run again; does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+lists_fresh=0
+apt_install() {  # as root on Debian/Ubuntu: install packages, refreshing the package lists once first
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || return 1
+  if [ "$lists_fresh" = 0 ]; then
+    apt-get update -qq || return 1
+    lists_fresh=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 # The SSH test bed runs real OpenSSH servers on loopback.
 if [ ! -x /usr/sbin/sshd ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
-  else
-    echo "setup: /usr/sbin/sshd is missing; install openssh-server (the SSH tests need it)" >&2
-  fi
+  apt_install openssh-server || echo "setup: /usr/sbin/sshd is missing; install openssh-server (the SSH tests need it)" >&2
 fi
-# Headless Chromium photographs the HTML reports (scripts/screenshot-reports.sh and one test, which
-# skips without it). Optional: nothing else needs it.
+# Headless Chromium photographs the HTML reports (scripts/screenshot-reports.sh and one test).
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
-      || echo "setup: could not install chromium; report screenshots will be skipped" >&2
-  else
-    echo "setup: chromium is missing (optional): install it to photograph the HTML reports" >&2
-  fi
+  apt_install chromium || echo "setup: chromium is missing: install it to photograph the HTML reports" >&2
 fi
 # Vagrant validates the practice cluster's Vagrantfile (one test; `vagrant up` itself needs a provider).
 if ! command -v vagrant >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends vagrant >/dev/null \
-      || echo "setup: could not install vagrant; the Vagrantfile test will fail" >&2
-  else
-    echo "setup: vagrant is missing: install Debian's vagrant package (the Vagrantfile test needs it)" >&2
-  fi
+  apt_install --no-install-recommends vagrant \
+    || echo "setup: vagrant is missing: install Debian's vagrant package (the Vagrantfile test needs it)" >&2
 fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
