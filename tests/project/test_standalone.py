@@ -34,8 +34,8 @@ def test_no_tracked_file_names_the_shared_folder_or_a_build_machine_path() -> No
 
 
 def test_the_patterns_catch_what_they_are_for() -> None:
-    assert SHARED.search("see ../" + "shared/THRESHOLDS.md")
-    assert BUILD_MACHINE.search("Every number comes from /" + "work/shared/THRESHOLDS.md")
+    assert SHARED.search("see ../" + "shared/" + "THRESHOLDS.md")
+    assert BUILD_MACHINE.search("Every number comes from /" + "work/" + "shared/" + "THRESHOLDS.md")
     assert not BUILD_MACHINE.search("/usr/local/work/bin")
 
 
