@@ -47,6 +47,31 @@ _FAILURE_STARTS = (
 NO_DEVICES = "no devices were found"
 
 
+_LEADING_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_TRUE = frozenset({"enabled", "yes", "active", "on", "true"})
+_FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
+
+
+def number_of(value: str | None) -> float | None:
+    """The number a value starts with (``66.92 W``, ``36 C``, ``16x``, ``40960 MiB``); None when it has none."""
+    if value is None:
+        return None
+    match = _LEADING_NUMBER.match(value)
+    return float(match.group()) if match else None
+
+
+def flag_of(value: str | None) -> bool | None:
+    """``Enabled``/``Yes``/``Active`` and their opposites as a bool; a state not known here is unknown, not False."""
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    return None
+
+
 def is_not_available(value: str | None) -> bool:
     """True for None and for nvidia-smi's spellings of "no value" (N/A, [Not Supported], ...)."""
     return value is None or value.strip().lower() in NOT_AVAILABLE

@@ -29,13 +29,10 @@ import re
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, NodeFacts
-from assessor.parsers._nvsmi import check_text, is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._nvsmi import check_text, flag_of, is_not_available, number_of, raise_on_failure, says_no_devices
 from assessor.pci import normalize_bus_id
 
 _GPU_HEADER = re.compile(r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_TRUE = frozenset({"enabled", "yes", "active", "on", "true"})
-_FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
 
 # Clock event/throttle reason labels -> the NVML names facts.py uses.
 _REASONS = {
@@ -173,11 +170,7 @@ def _text(v: Values, path: str) -> str | None:
 
 
 def _float(v: Values, path: str) -> float | None:
-    value = _text(v, path)
-    if value is None:
-        return None
-    match = _NUMBER.match(value)  # "100.89 W", "30 C", "16x", "81559 MiB"
-    return float(match.group()) if match else None
+    return number_of(_text(v, path))
 
 
 def _int(v: Values, path: str) -> int | None:
@@ -186,15 +179,7 @@ def _int(v: Values, path: str) -> int | None:
 
 
 def _bool(v: Values, path: str) -> bool | None:
-    value = _text(v, path)
-    if value is None:
-        return None
-    lowered = value.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    return None  # a state this parser does not know is unknown, not False
+    return flag_of(_text(v, path))
 
 
 def _first_bool(v: Values, *paths: str) -> bool | None:

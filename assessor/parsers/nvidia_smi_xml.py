@@ -17,19 +17,13 @@ The NVLink state is not part of this XML (it comes from ``nvidia-smi nvlink``), 
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
 from assessor.errors import ParseError
 from assessor.facts import DriverInfo, Gpu, NodeFacts
-from assessor.parsers._nvsmi import is_not_available, raise_on_failure, says_no_devices
+from assessor.parsers._nvsmi import flag_of, is_not_available, number_of, raise_on_failure, says_no_devices
 from assessor.parsers._text import check_input
 from assessor.pci import normalize_bus_id
-
-_NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
-
-_TRUE = frozenset({"enabled", "yes", "active", "on", "true"})
-_FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
 
 # XML tag suffix -> the name facts.py uses (NVML's constant names, without the prefix).
 _THROTTLE_NAMES = {"display_clocks_setting": "display_clock_setting"}
@@ -163,11 +157,7 @@ def _text(parent: ET.Element | None, path: str) -> str | None:
 
 
 def _float(parent: ET.Element | None, path: str) -> float | None:
-    value = _text(parent, path)
-    if value is None:
-        return None
-    match = _NUMBER.match(value)  # "66.92 W", "36 C", "16x", "40960 MiB"
-    return float(match.group()) if match else None
+    return number_of(_text(parent, path))
 
 
 def _int(parent: ET.Element | None, path: str) -> int | None:
@@ -176,15 +166,7 @@ def _int(parent: ET.Element | None, path: str) -> int | None:
 
 
 def _bool(parent: ET.Element | None, path: str) -> bool | None:
-    value = _text(parent, path)
-    if value is None:
-        return None
-    lowered = value.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    return None  # a state this parser does not know is unknown, not False
+    return flag_of(_text(parent, path))
 
 
 def _first_bool(parent: ET.Element, *paths: str) -> bool | None:
