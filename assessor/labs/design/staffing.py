@@ -1,9 +1,9 @@
 """A staffing plan for a GPU cluster, graded against the curriculum's team profiles and salary bands.
 
-The profiles and bands are CURRICULUM.md's "Team profiles" table (cluster size -> roles at levels -> yearly
-cost) and its "typical salary bands by level". The size bands in that table meet at their ends (10-100,
-100-1,000, 1,000+); here each lower end is inclusive: under 100 GPUs small, 100-999 medium, 1,000 and more
-large.
+The profiles and bands are the teams of ``reports/teams.yaml`` (cluster size -> roles at levels -> yearly
+cost), the ones the cohort report measures a cohort against, and the salary bands by level kept there.
+The size bands meet at their ends (10-100, 100-1,000, 1,000+); here each lower end is inclusive: under
+100 GPUs small, 100-999 medium, 1,000 and more large.
 
 A role is covered when enough people hold it at or above its lowest required level (a level-4 engineer in
 a level 2-3 role covers it, at a level-4 salary). Every salary must lie in its level's band, the stated
@@ -45,51 +45,32 @@ class TeamProfile:
     cost_k: tuple[int, int]  # yearly cost band, thousands of USD
 
 
-# CURRICULUM.md, "Team profiles".
-PROFILES: dict[str, TeamProfile] = {
-    "small": TeamProfile(
-        "small",
-        0,
-        99,
-        (
-            RoleNeed("infrastructure_lead", 1, 4, 4),
-            RoleNeed("operations_engineer", 2, 2, 3),
-            RoleNeed("network_specialist", 1, 3, 3),
-        ),
-        (450, 550),
-    ),
-    "medium": TeamProfile(
-        "medium",
-        100,
-        999,
-        (
-            RoleNeed("infrastructure_architect", 1, 5, 5),
-            RoleNeed("principal_engineer", 2, 4, 4),
-            RoleNeed("operations_engineer", 4, 2, 3),
-            RoleNeed("network_specialist", 2, 3, 4),
-            RoleNeed("storage_specialist", 1, 3, 3),
-        ),
-        (1200, 1600),
-    ),
-    "large": TeamProfile(
-        "large",
-        1000,
-        None,
-        (
-            RoleNeed("infrastructure_architect", 2, 5, 5),
-            RoleNeed("principal_engineer", 4, 4, 4),
-            RoleNeed("operations_engineer", 8, 2, 3),
-            RoleNeed("network_specialist", 3, 3, 4),
-            RoleNeed("storage_specialist", 2, 3, 4),
-            RoleNeed("performance_engineer", 2, 4, 4),
-            RoleNeed("security_specialist", 1, 4, 4),
-        ),
-        (3500, 4500),
-    ),
-}
+def _load_teams() -> tuple[dict[str, TeamProfile], dict[int, tuple[int, int]]]:
+    """The team profiles and salary bands, from reports/teams.yaml: the same teams the cohort report uses."""
+    import yaml
 
-# Typical salary bands by level, thousands of USD per year (docs/LEVELS.md, "Salary bands and team costs").
-SALARY_BANDS_K: dict[int, tuple[int, int]] = {1: (75, 95), 2: (95, 125), 3: (125, 175), 4: (175, 250), 5: (250, 400)}
+    from assessor import content
+
+    with open(content.folder("reports") / "teams.yaml", encoding="utf-8") as f:
+        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    profiles = {
+        team["id"]: TeamProfile(
+            team["id"],
+            int(team["min_gpus"]),
+            None if team["max_gpus"] is None else int(team["max_gpus"]),
+            tuple(
+                RoleNeed(r["role"].replace(" ", "_"), int(r["count"]), int(r["level"]), int(r["up_to"]))
+                for r in team["roles"]
+            ),
+            (int(team["cost_k"][0]), int(team["cost_k"][1])),
+        )
+        for team in data["teams"]
+    }
+    bands = {int(level): (int(lo), int(hi)) for level, (lo, hi) in data["salary_bands_k"].items()}
+    return profiles, bands
+
+
+PROFILES, SALARY_BANDS_K = _load_teams()
 
 ROLES: tuple[str, ...] = tuple(dict.fromkeys(need.role for p in PROFILES.values() for need in p.roles))
 
