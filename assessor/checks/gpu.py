@@ -289,12 +289,19 @@ def gpu_ecc_errors(facts: NodeFacts, params: dict[str, Any]) -> Result:
         "pages instead and report nothing here."
     ),
     remedy="Pending: drain and reset the GPU (`nvidia-smi -i N -r`) or reboot. Failure: the GPU is an RMA candidate.",
+    params=(Param("gpus", "list", None, "GPU indices to check (None: every GPU)"),),
 )
 def gpu_row_remap(facts: NodeFacts, params: dict[str, Any]) -> Result:
-    gpus = need_gpus(facts)
-    fails, unknown = [], []
+    every = need_gpus(facts)
+    wanted = params.get("gpus")
+    by_index = {g.index: g for g in every}
+    chosen = sorted(by_index) if wanted is None else [int(i) for i in wanted]
+    missing = [i for i in chosen if i not in by_index]
+    gpus = [by_index[i] for i in chosen if i in by_index]
+    fails = [f"GPU {i} not found" for i in missing]
+    unknown: list[str] = []
     observed: dict[str, dict[str, Any]] = {}
-    hints = []
+    hints = ["check the gpus parameter against nvidia-smi -L"] if missing else []
     for g in gpus:
         if g.remap_failure is None and g.remap_pending is None:
             unknown.append(gpu_label(g))

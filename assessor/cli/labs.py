@@ -306,7 +306,15 @@ def lab_start(
     if group is not None:
         code = _cohort_step(x, "start", group, options, forks, db)
         grade = command(
-            "lab", "grade", x.id, inventory=inventory, limit=limit, candidates=candidates_file, **ssh, db=db
+            "lab",
+            "grade",
+            x.id,
+            inventory=inventory,
+            limit=limit,
+            candidates=candidates_file,
+            answers="TICKETS_DIR" if x.takes_answer else None,
+            **ssh,
+            db=db,
         )
         click.echo(f"grade the cohort with `{grade} --out gradebook`")
         sys.exit(code)
@@ -332,7 +340,15 @@ def lab_start(
     if x.is_design:
         grade = command("lab", "grade", x.id, answer="FILE", candidate=candidate, db=db)
     else:
-        grade = command("lab", "grade", x.id, inventory=inventory, target=target, **ssh, candidate=candidate, db=db)
+        ticket = "ticket.yaml" if x.takes_answer else None
+        grade = command(
+            "lab", "grade", x.id, inventory=inventory, target=target, answer=ticket, **ssh, candidate=candidate, db=db
+        )
+        if ticket:
+            click.echo(
+                f"{x.id} grades what you do on the node and your ticket for the data centre: write it as "
+                f"{x.path / (x.answer_example or '')} shows (`gpulab lab show {x.id}` explains)"
+            )
     click.echo(
         f"{x.id} started for {who}: {x.time_limit_min} min from the start; read it with `gpulab lab show {x.id}`, "
         f"grade it with `{grade}`"
@@ -347,7 +363,17 @@ def lab_start(
     metavar="TARGET",
     help="The node: mock:FILE.json, mock:NAME, ssh://host, local, snapshot:DIR, a host of --inventory.",
 )
-@click.option("--answer", type=click.Path(dir_okay=False, exists=True), help="Design labs: your answer file (YAML).")
+@click.option(
+    "--answer",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Your answer file (YAML): a design lab's design, or the ticket a lab with a physical fault asks for.",
+)
+@click.option(
+    "--answers",
+    type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
+    help="A cohort's tickets: DIR/<candidate>.yaml for each candidate (labs that grade a ticket).",
+)
 @click.option("--json", "as_json", is_flag=True, help="The grade as JSON (schema gpulab.grade/1).")
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
@@ -365,6 +391,7 @@ def lab_grade(
     lab_id: str,
     target: str | None,
     answer: str | None,
+    answers: str | None,
     as_json: bool,
     candidate: str | None,
     db: str | None,
@@ -391,12 +418,15 @@ def lab_grade(
     """
     import json
 
+    from assessor.errors import InputError
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
     group = None if x.is_design else _cohort_of(inventory, target, limit, candidates_file, candidate)
     if group is not None:
+        if answer:
+            raise InputError("a cohort hands in one ticket per candidate: --answers DIR (DIR/<candidate>.yaml)")
         sys.exit(
             _cohort_grade(
                 x,
@@ -407,8 +437,11 @@ def lab_grade(
                 timeout=timeout,
                 out=out,
                 as_json=as_json,
+                answers=answers,
             )
         )
+    if answers:
+        raise InputError("--answers DIR is for a cohort (--inventory, no --target): one node takes --answer FILE")
     options = None if x.is_design else target_options(identity, known_hosts, accept_new_host_keys)
     result, failure = lifecycle.grade_and_record(
         x,
@@ -438,14 +471,23 @@ def lab_grade(
 
 
 def _cohort_grade(
-    x: Any, group: Any, options: Any, *, db: str | None, forks: int, timeout: float, out: str | None, as_json: bool
+    x: Any,
+    group: Any,
+    options: Any,
+    *,
+    db: str | None,
+    forks: int,
+    timeout: float,
+    out: str | None,
+    as_json: bool,
+    answers: str | None = None,
 ) -> int:
     """Grade every host of a cohort: a line per host (stderr with --json), the gradebook; the exit code."""
     import json
 
     from assessor.labs import cohort
 
-    grades = cohort.grade(x, group, options, db=db, forks=forks, timeout=timeout)
+    grades = cohort.grade(x, group, options, db=db, forks=forks, timeout=timeout, answers=answers)
     if out:
         cohort.write_gradebook(grades, out)
     for line in cohort.grade_summary(grades):
@@ -560,7 +602,12 @@ def _worth(c: Any) -> str:
 @lab.command("solve")
 @click.argument("lab_id", metavar="ID")
 @click.option("--target", "-t", metavar="TARGET", help="mock:FILE.json, ssh://host or a host of --inventory.")
-@click.option("--out", "-o", type=click.Path(dir_okay=False), help="Design labs: copy the reference answer here.")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False),
+    help="Labs graded from an answer file: copy the reference answer (a design, or a ticket) here.",
+)
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
 @ssh_options
 @cohort_options
@@ -579,23 +626,19 @@ def lab_solve(
 ) -> None:
     """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %.
 
+    A design lab's solution is its reference answer; a node lab whose remedy is physical also has a
+    reference ticket: shown (or written to --out), and the candidate's later grades are flagged. Without
+    --target such a lab shows only its ticket.
     With --inventory and no --target: on every host of the inventory (--limit selects some) at once.
     """
     from assessor.labs import lifecycle
     from assessor.labs.loader import find_lab
 
     x = find_lab(lab_id)
-    if x.is_design:
-        assert x.solution_answer is not None  # the loader requires it on design labs
-        text = (x.path / x.solution_answer).read_text(encoding="utf-8")
-        lifecycle.record_design_solve(x, shown_to=_candidate(None), db=db)
-        if out:
-            from pathlib import Path
+    if x.is_design or (x.takes_answer and not target and not inventory):
+        from assessor.labs.loader import pick_variant, with_variant
 
-            Path(out).write_text(text, encoding="utf-8")
-            click.echo(f"reference answer of {x.id} written to {out}; grade it: gpulab lab grade {x.id} --answer {out}")
-        else:
-            click.echo(text, nl=False)
+        _show_reference_answer(with_variant(x, pick_variant(x, _candidate(None))), out, db)
         return
     options = target_options(identity, known_hosts, accept_new_host_keys)
     group = _cohort_of(inventory, target, limit, candidates_file)
@@ -604,6 +647,27 @@ def lab_solve(
     for line in lifecycle.solve_and_record(x, target, options, solved_by=_candidate(None), db=db, inventory=inventory):
         click.echo(line)
     click.echo(f"later grades on {target} are flagged: reference solution applied on this node")
+    if x.takes_answer:
+        _show_reference_answer(lifecycle.variant_on(x, target, db=db, inventory=inventory), out, db)
+
+
+def _show_reference_answer(x: Any, out: str | None, db: str | None) -> None:
+    """Show (or write to ``out``) the reference answer or ticket; the candidate's later grades are flagged."""
+    from assessor.labs import lifecycle
+    from assessor.labs.loader import reference_answer
+
+    text = reference_answer(x)
+    lifecycle.record_answer_shown(x, shown_to=_candidate(None), db=db)
+    what = "answer" if x.is_design else "ticket"
+    if out:
+        from pathlib import Path
+
+        Path(out).write_text(text, encoding="utf-8")
+        target = "" if x.is_design else " --target NODE"
+        grade = f"gpulab lab grade {x.id}{target} --answer {out}"
+        click.echo(f"reference {what} of {x.id} written to {out}; grade it: {grade}")
+    else:
+        click.echo(text, nl=False)
 
 
 @lab.command("reset")

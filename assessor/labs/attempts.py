@@ -786,7 +786,8 @@ def record_grade(
 
 
 def design_solved(conn: sqlite3.Connection, lab_id: str, candidate: str, start: Start) -> bool:
-    """Whether the reference answer of design lab ``lab_id`` was shown to ``candidate`` since ``start``."""
+    """Whether the reference answer (a design lab's, or a node lab's ticket) of ``lab_id`` was shown to
+    ``candidate`` since ``start``."""
     row = conn.execute(
         "SELECT 1 FROM solves WHERE lab_id = ? AND target = 'design' AND solved_by = ? AND solved_at >= ? LIMIT 1",
         (lab_id, candidate, start.recorded_at),

@@ -281,19 +281,29 @@ def grade(
     db: str | None = None,
     forks: int = 32,
     timeout: float = 120.0,
+    answers: str | None = None,
 ) -> list[HostGrade]:
     """Capture every host (``forks`` at a time), grade each against its candidate's start, record each grade.
 
-    Grades are in cohort order; a host that could not be captured has none and says why.
+    Grades are in cohort order; a host that could not be captured has none and says why. A lab that grades
+    a ticket reads each candidate's from ``answers``/<candidate>.yaml (:func:`ticket_file`): a candidate
+    without one is graded without it (its ticket checks are ``error``), a malformed one fails that host
+    only, naming the file, line and key.
     """
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
+    from assessor.labs.lifecycle import load_ticket
     from assessor.targets.ssh_connection import HostError
 
     check_lab(lab, cohort, "grade")
+    if answers is not None and not lab.takes_answer:
+        raise InputError(f"lab {lab.id} grades the node only: it reads no answer files (drop --answers)")
+    tickets: dict[str, Any] = {}
 
     def capture(host: CohortHost) -> tuple[CohortHost, Any, str, str]:
         try:
+            path = ticket_file(answers, host.candidate) if answers is not None else None
+            tickets[host.name] = load_ticket(lab, str(path)) if path is not None and path.is_file() else None
             facts = labcapture.capture_facts(
                 lab, host.name, timeout=timeout, options=options, inventory=cohort.inventory
             )
@@ -313,9 +323,16 @@ def grade(
             if facts is None:
                 out.append(HostGrade(host, status, None, message))
                 continue
-            result = _record_grade(conn, lab, host, facts, cohort)
+            result = _record_grade(conn, lab, host, facts, cohort, tickets.get(host.name))
             out.append(HostGrade(host, "graded", result))
     return out
+
+
+def ticket_file(answers: str, candidate: str) -> Path:
+    """Where a cohort's tickets directory keeps ``candidate``'s: ``<answers>/<candidate>.yaml``, the name
+    made safe as a gradebook's (no path separators, no leading dot)."""
+    stem = re.sub(r"[^A-Za-z0-9_.@-]", "_", candidate).lstrip(".") or "candidate"
+    return Path(answers) / f"{stem}.yaml"
 
 
 def _record_start(
@@ -330,13 +347,15 @@ def _record_start(
     )
 
 
-def _record_grade(conn: sqlite3.Connection, lab: Lab, host: CohortHost, facts: Any, cohort: Cohort) -> Grade:
-    """Grade the host for its candidate against their start on that node, recorded when it belongs to it
-    (the single place a cohort writes a grade)."""
+def _record_grade(
+    conn: sqlite3.Connection, lab: Lab, host: CohortHost, facts: Any, cohort: Cohort, ticket: Any = None
+) -> Grade:
+    """Grade the host for its candidate (and their ``ticket``) against their start on that node, recorded
+    when it belongs to it (the single place a cohort writes a grade)."""
     from assessor.labs import lifecycle
 
     result, _failure = lifecycle.grade_captured(
-        lab, facts, candidate=host.candidate, spec=host.name, inventory=cohort.inventory, conn=conn
+        lab, facts, candidate=host.candidate, spec=host.name, inventory=cohort.inventory, conn=conn, answer=ticket
     )
     grade: Grade = result
     return grade

@@ -10,6 +10,10 @@ the parameter multiplied by the rule's factor: the first relaxed run that passes
 passed when it reaches ``pass_percent`` and no guard failed. A grade after the time limit is marked late,
 never refused.
 
+A node lab whose remedy is physical (a cable, a GPU in its slot) also grades the candidate's ticket for the
+data centre: its ``design.*`` checks read the answer file handed in with the grade, and are ``error`` (0
+points) without one.
+
 Points are for what the candidate did, not for how the node was: guards (``role: guard``) carry no points,
 and a task check that earned as much right after ``lab start`` (the start's *baseline*) earns 0, "already
 true when the lab started", unless the lab marks it ``baseline_ok``. So doing nothing scores 0.
@@ -276,14 +280,24 @@ def score(
     )
 
 
-def facts_evaluator(facts: NodeFacts) -> Evaluate:
-    """Evaluate catalogue checks against captured facts."""
+def facts_evaluator(facts: NodeFacts, answer: Located | dict[str, Any] | None = None) -> Evaluate:
+    """Evaluate catalogue checks against captured facts, and a node lab's ``design.*`` checks (its ticket
+    for a physical fault) against the candidate's ``answer``: with none handed in, they are ``error``."""
     from assessor import checks
 
+    answered = answer_evaluator(answer) if answer is not None else None
+
     def evaluate(check_id: str, params: dict[str, Any]) -> Result:
+        if check_id.startswith("design."):
+            if answered is None:
+                return Result(check_id, "error", NO_TICKET)
+            return answered(check_id, params)
         return checks.run_check(checks.get(check_id), facts, params)
 
     return evaluate
+
+
+NO_TICKET = "no ticket handed in: write it (the lab's README shows the format) and grade with --answer FILE"
 
 
 def answer_evaluator(answer: Located | dict[str, Any]) -> Evaluate:
@@ -303,9 +317,11 @@ def grade_facts(
     graded_at: dt.datetime,
     started_at: dt.datetime | None,
     baseline: dict[str, float] | None = None,
+    answer: Located | dict[str, Any] | None = None,
 ) -> Grade:
-    """Grade a node lab from the target's facts (against the start's ``baseline`` when there is one)."""
-    return score(lab, facts_evaluator(facts), graded_at=graded_at, started_at=started_at, baseline=baseline)
+    """Grade a node lab from the target's facts (against the start's ``baseline`` when there is one), and its
+    ticket checks from the candidate's ``answer``."""
+    return score(lab, facts_evaluator(facts, answer), graded_at=graded_at, started_at=started_at, baseline=baseline)
 
 
 def grade_answer(

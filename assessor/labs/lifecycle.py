@@ -234,12 +234,8 @@ def solve_and_record(
     are flagged "reference solution applied on this node" (the state file of a simulated node says so too)."""
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
-    from assessor.labs.loader import with_variant
 
-    if spec and lab.variants:  # the variant of the start on that node
-        with attempts.guarded(db) as conn:
-            begun = attempts.open_start_on(conn, lab.id, labcapture.target_key(spec, inventory))
-        lab = with_variant(lab, begun.variant if begun else None)
+    lab = variant_on(lab, spec, db=db, inventory=inventory)
     log = solve(lab, spec, options, inventory=inventory, host_vars=host_vars)
     assert spec is not None  # solve() refused a missing target
     with attempts.guarded(db) as conn:
@@ -253,8 +249,22 @@ def solve_and_record(
     return log
 
 
-def record_design_solve(lab: Lab, *, shown_to: str, db: str | None = None) -> None:
-    """The reference answer of a design lab was shown to ``shown_to``: their later grades are flagged."""
+def variant_on(lab: Lab, spec: str | None, *, db: str | None = None, inventory: str | None = None) -> Lab:
+    """``lab`` built with the variant of the open start on the node ``spec`` (the lab as it is when none)."""
+    if not spec or not lab.variants:
+        return lab
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import with_variant
+
+    with attempts.guarded(db) as conn:
+        begun = attempts.open_start_on(conn, lab.id, labcapture.target_key(spec, inventory))
+    return with_variant(lab, begun.variant if begun else None)
+
+
+def record_answer_shown(lab: Lab, *, shown_to: str, db: str | None = None) -> None:
+    """The reference answer (a design lab's, or a node lab's ticket) was shown to ``shown_to``: their later
+    grades of the lab are flagged."""
     from assessor.labs import attempts
 
     with attempts.guarded(db) as conn:
@@ -313,8 +323,22 @@ def grade_and_record(
         return grade_captured(lab, located, candidate=candidate, spec=f"answer:{answer}", db=db)
     if not spec:
         raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
+    ticket = load_ticket(lab, answer)
     facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-    return grade_captured(lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory)
+    return grade_captured(lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory, answer=ticket)
+
+
+def load_ticket(lab: Lab, answer: str | None) -> Any:
+    """A node lab's ticket for the data centre, read and checked before the node is captured (InputError:
+    file, line, key); None when none was handed in (its checks are then ``error``). A lab that grades no
+    ticket refuses one, so nobody believes it was read."""
+    if answer is None:
+        return None
+    if not lab.answer_check_ids:
+        raise InputError(f"lab {lab.id} grades the node only: it reads no answer file (drop --answer {answer})")
+    from assessor.labs import designs
+
+    return designs.load_answer(answer, lab.answer_check_ids)
 
 
 def grade_captured(
@@ -326,10 +350,12 @@ def grade_captured(
     db: str | None = None,
     inventory: str | None = None,
     conn: Any = None,
+    answer: Any = None,
 ) -> tuple[Any, Any]:
     """Grade what was captured (a node's facts, or a design lab's answer) for ``candidate`` against their
     open start, and record it when it belongs to that start: the step after the capture, for one node or
-    each host of a cohort (``conn``: an open attempts database to use, else ``db`` is opened).
+    each host of a cohort (``conn``: an open attempts database to use, else ``db`` is opened). ``answer``
+    is a node lab's ticket (:func:`load_ticket`).
 
     Returns the grade, always, with ``recorded``, ``flags``, ``hints_used`` filled in, and the
     DatabaseError that kept it from being recorded, or None.
@@ -352,8 +378,9 @@ def grade_captured(
         with _connection(conn, db) as c:
             begun = attempts.open_start(c, candidate, lab.id)
             hints = attempts.hints_used(c, candidate, lab.id, begun.id if begun else None)
-            if lab.is_design and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
-                flags.append(f"reference answer of {lab.id} shown to {candidate} (`lab solve`) after the start")
+            if lab.takes_answer and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
+                what = "answer" if lab.is_design else "ticket"
+                flags.append(f"reference {what} of {lab.id} shown to {candidate} (`lab solve`) after the start")
     except attempts.DatabaseError as exc:
         failure = exc
     # graded against the candidate's variant of the lab, as their start set the node up
@@ -364,7 +391,7 @@ def grade_captured(
         result = grading.grade_answer(lab, captured, graded_at=now, started_at=started)
     else:
         baseline = begun.baseline if begun else None
-        result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline)
+        result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline, answer=answer)
     result.extras.update({"candidate": candidate, "target": spec, "host": ident.host, "lab_sha256": lab.digest})
     result = grading.with_hints_revealed(result, hints)
     if failure is None:

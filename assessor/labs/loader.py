@@ -282,12 +282,10 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
         if not (directory / rel).is_file():
             out.append(located.error(("scenario", "playbooks", action), f"no playbook {rel} in {directory}"))
     solution = data.get("solution") or {}
-    for key, steps in (("scenario", scenario.get("faults") or []), ("solution", solution.get("repair") or [])):
-        field_name = "faults" if key == "scenario" else "repair"
-        for i, step in enumerate(steps):
-            problem = _fault_problem(step["fault"])
-            if problem:
-                out.append(located.error((key, field_name, i, "fault"), problem))
+    for i, step in enumerate(scenario.get("faults") or []):
+        problem = _fault_problem(step["fault"])
+        if problem:
+            out.append(located.error(("scenario", "faults", i, "fault"), problem))
     for key, commands in (("scenario", scenario.get("commands") or []), ("solution", solution.get("commands") or [])):
         for i, line in enumerate(commands):
             problem = _command_problem(line)
@@ -305,17 +303,25 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
         out += _check_problems(located, (*base, i), check, design)
     if (grading_checks or answer_checks) and all(c.get("role") == "guard" for c in grading_checks or answer_checks):
         out.append(located.error(base, "every check is a guard: at least one task check carries the points"))
-    if design:
+    ticket = not design and any(str(c.get("id", "")).startswith("design.") for c in grading_checks)
+    if design or ticket:
+        what = "design labs" if design else "node labs that grade a ticket (a design.* check)"
         for key_path, name in (
             (("answer", "example"), answer.get("example")),
             (("solution", "answer"), solution.get("answer")),
         ):
             if name is None:
-                out.append(located.error(key_path[:1], f"design labs name a {key_path[1]} file ({'.'.join(key_path)})"))
+                out.append(located.error(key_path[:1], f"{what} name a {key_path[1]} file ({'.'.join(key_path)})"))
             elif not (directory / name).is_file():
                 out.append(located.error(key_path, f"{name}: no such file in {directory}"))
-    elif data.get("answer"):
-        out.append(located.error(("answer",), "answer is for design labs (target: design) only"))
+    elif data.get("answer") or solution.get("answer"):
+        where: KeyPath = ("answer",) if data.get("answer") else ("solution", "answer")
+        out.append(
+            located.error(where, "an answer file is for design labs, or node labs with a design.* check that reads it")
+        )
+    if not design and answer_checks:
+        problem = "a node lab lists every check, its ticket's too, in grading.checks"
+        out.append(located.error(("answer", "checks"), problem))
     return out
 
 
@@ -384,8 +390,7 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
     if design or check_id.startswith("design."):
         if not check_id.startswith("design."):
             return [located.error((*path, "id"), f"design labs are graded by design.* graders, not {check_id}")]
-        if not design:
-            return [located.error((*path, "id"), f"{check_id} grades an answer file: only design labs use it")]
+        # in a node lab, a design.* check grades the candidate's ticket for a physical fault
         spec: Any = designs.spec(check_id)
         if spec is None:
             known = ", ".join(designs.ids()) or "none"
@@ -417,7 +422,10 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
             param_types.coerce(spec, name, value)
         except InputError as exc:
             out.append(
-                located.error((*path, "params", name), str(exc).replace("check ", "grader " if design else "check ", 1))
+                located.error(
+                    (*path, "params", name),
+                    str(exc).replace("check ", "grader " if check_id.startswith("design.") else "check ", 1),
+                )
             )
     numeric = {p.name for p in spec.params if p.type in ("int", "float")}
     for j, rule in enumerate(check.get("partial") or []):
@@ -497,7 +505,6 @@ def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | Non
         playbooks=dict(scenario.get("playbooks") or {}),
         solution_commands=tuple(solution.get("commands") or ()),
         solution_files=dict(solution.get("files") or {}),
-        repair=_steps(solution.get("repair")),
         solution_answer=solution.get("answer"),
         answer_example=answer.get("example"),
         variants={name: tuple(choices) for name, choices in (source.get("variants") or {}).items()},
@@ -552,6 +559,17 @@ def pick_variant(lab: Lab, candidate: str) -> dict[str, Any]:
         digest = hashlib.sha256(f"{candidate}\0{lab.id}\0{name}".encode()).digest()
         out[name] = choices[int.from_bytes(digest[:8], "big") % len(choices)]
     return out
+
+
+def reference_answer(lab: Lab) -> str:
+    """The text of the lab's reference answer (a design, or a node lab's ticket), its ``{name}``s filled in
+    with the variant ``lab`` was built with."""
+    if lab.solution_answer is None:
+        raise InputError(f"lab {lab.id} has no reference answer (solution.answer)")
+    text = (lab.path / lab.solution_answer).read_text(encoding="utf-8")
+    if not lab.variant:
+        return text
+    return _PLACEHOLDER.sub(lambda m: str(lab.variant.get(m.group(1), m.group(0))), text)
 
 
 def with_variant(lab: Lab, values: dict[str, Any] | None) -> Lab:

@@ -57,6 +57,12 @@ class LabCheck:
     def is_guard(self) -> bool:
         return self.role == "guard"
 
+    @property
+    def grades_answer(self) -> bool:
+        """A ``design.*`` grader: it reads the candidate's answer file (a design, or a ticket for the data
+        centre in a node lab whose remedy is physical), not the node."""
+        return self.id.startswith("design.")
+
 
 @dataclass(frozen=True)
 class FaultStep:
@@ -91,9 +97,8 @@ class Lab:
     playbooks: dict[str, str] = field(default_factory=dict)  # setup / solve / reset -> file in the lab's folder
     solution_commands: tuple[str, ...] = ()
     solution_files: dict[str, str] = field(default_factory=dict)  # simulator: config files the solution writes
-    repair: tuple[FaultStep, ...] = ()
-    solution_answer: str | None = None  # design labs: reference answer file in the lab dir
-    answer_example: str | None = None  # design labs: example answer file in the lab dir
+    solution_answer: str | None = None  # reference answer (design) or ticket (node lab) file in the lab dir
+    answer_example: str | None = None  # example answer or ticket file in the lab dir
     variants: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> values to pick from
     variant: dict[str, Any] = field(default_factory=dict)  # the values this Lab was built with
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # lab.yaml, for variants
@@ -101,6 +106,17 @@ class Lab:
     @property
     def is_design(self) -> bool:
         return self.target == "design"
+
+    @property
+    def takes_answer(self) -> bool:
+        """The candidate hands in an answer file (``lab grade --answer FILE``): every design lab, and a node
+        lab that grades a ticket for a physical fault beside what is done on the node."""
+        return self.is_design or any(c.grades_answer for c in self.checks)
+
+    @property
+    def answer_check_ids(self) -> list[str]:
+        """The graders that read the answer file."""
+        return [c.id for c in self.checks if c.grades_answer]
 
     @property
     def readme(self) -> Path:

@@ -25,9 +25,6 @@ CATALOGUE = load_catalogue(ROOT)
 LABS = CATALOGUE.labs
 NODE_LABS = [lab for lab in LABS if not lab.is_design]
 DESIGN_LABS = [lab for lab in LABS if lab.is_design]
-# Repairs that stand in for what a simulated command should do but does not yet (the simulated GPU reset
-# leaves Xid-74 NVLinks down): not physical work, so the README need not mention `gpulab sim repair`.
-STAND_INS = {("health-402", "xid-74")}
 
 
 def ids(labs: list[Lab]) -> list[str]:
@@ -81,7 +78,7 @@ def test_the_ncp_aii_node_tasks_are_covered() -> None:
         "gpu.row_remap",
         "gpu.nvlink",
         "fabric.state",
-        "gpu.pcie_link",
+        "design.diagnosis",  # a ticket for what only the data centre fixes (a narrow PCIe link, a cable)
     }
     assert wanted <= used, wanted - used
     injected = {step.fault for lab in NODE_LABS for step in lab.faults}
@@ -103,7 +100,7 @@ def test_the_ncp_aii_node_tasks_are_covered() -> None:
 def test_checks_exist_and_params_fit(lab: Lab) -> None:
     assert lab.checks and lab.total_points > 0
     for check in lab.checks:
-        spec: Any = GRADERS.get(check.id) if lab.is_design else checks.REGISTRY.get(check.id)
+        spec: Any = GRADERS.get(check.id) if check.grades_answer else checks.REGISTRY.get(check.id)
         assert spec is not None, f"{lab.id}: unknown check {check.id}"
         for name, value in check.params.items():
             param_types.coerce(spec, name, value)
@@ -143,14 +140,12 @@ def test_node_lab_scenario_and_solution_are_well_formed(lab: Lab) -> None:
         assert not lab.playbooks, f"{lab.id} runs on the simulator only: its playbooks would never run"
     # the start must break something the solution fixes
     assert lab.faults or lab.commands or lab.files or any(c.id.startswith("mig.") for c in lab.checks)
-    assert lab.solution_commands or lab.repair or lab.solution_files
-    for step in (*lab.faults, *lab.repair):
+    # the solution is what a candidate does: commands, configuration files, or a ticket for the data centre
+    assert lab.solution_commands or lab.solution_files or lab.solution_answer
+    for step in lab.faults:
         fault = faults.get(step.fault)
         assert set(step.options) <= set(fault.options), (lab.id, step)
-    for step in lab.repair:
-        assert faults.get(step.fault).reversible
-        assert step in lab.faults, f"{lab.id}: repairs {step.fault}, which its scenario never injected"
-    if lab.repair or any(step.fault.startswith("xid-") for step in lab.faults):
+    if lab.takes_answer or any(step.fault.startswith("xid-") for step in lab.faults):
         assert lab.runs_on == ("simulator",), f"{lab.id} injects what a playbook cannot on a real node"
 
 
@@ -170,8 +165,15 @@ def test_readme_teaches_without_giving_the_answer(lab: Lab) -> None:
         assert f"gpulab lab start {lab.id} --target mock:node.json" in text
         for heading in ("## Context", "## Your task", "## Done looks like", "## Commands worth knowing"):
             assert heading in text, f"{lab.id}: {heading}"
-    if any((lab.id, step.fault) not in STAND_INS for step in lab.repair):
-        assert "gpulab sim repair" in text, f"{lab.id}: say how physical repairs are requested"
+    # a candidate acts with the node's own tools, never with the simulator's hands
+    assert "gpulab sim repair" not in text and "gpulab sim fault" not in text, (
+        f"{lab.id} sends the candidate to the simulator"
+    )
+    if lab.takes_answer and not lab.is_design:
+        # a lab whose remedy is physical asks for a ticket, says how it is handed in, and shows its format
+        assert "## Your ticket" in text, lab.id
+        assert f"gpulab lab grade {lab.id} --target mock:node.json --answer ticket.yaml" in text, lab.id
+        assert f"{lab.answer_example}" in text, lab.id
 
 
 @pytest.mark.parametrize("lab", DESIGN_LABS, ids=ids(DESIGN_LABS))

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.labs import attempts
+from assessor.sim import faults
 
 
 def gpulab(*args: str) -> tuple[int, str, str]:
@@ -58,6 +59,7 @@ def test_start_grade_solve_grade_records_every_attempt(lab_env: Path, tmp_path: 
     assert code == 1 and first["passed"] is False and first["started_at"] is not None and first["late"] is False
     assert [c["status"] for c in first["checks"]] == ["fail", "fail"]
     assert gpulab("lab", "solve", "ib-301", "--target", node)[0] == 0
+    faults.repair(tmp_path / "node.json", "ib-port-down", ca="mlx5_3")  # the data centre's part
     code, out, _ = gpulab("lab", "grade", "ib-301", "--target", node, "--candidate", "ana")
     assert code == 0 and "Score 100/100 (100 %): PASSED" in out
     with attempts.opened(lab_env) as conn:

@@ -12,6 +12,7 @@ from assessor.labs import capture as labcapture
 from assessor.labs import grading, lifecycle, loader
 from assessor.labs.attempts import now
 from assessor.labs.drivers import sim as sim_driver
+from assessor.sim import faults
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
 from tests.labs.conftest import DATA
@@ -37,6 +38,9 @@ def test_ib_lab_start_fails_solve_passes_reset_restores(tmp_path: Path):
     assert not broken.passed
 
     lifecycle.solve(lab, spec)
+    half = _grade("ib-301", spec)  # the module is back; the port is the data centre's
+    assert [(s.check, s.status) for s in half.scores] == [("ib.ports_active", "fail"), ("ib.peermem", "pass")]
+    faults.repair(node, "ib-port-down", ca="mlx5_3")
     fixed = _grade("ib-301", spec)
     assert fixed.percent == 100.0 and fixed.passed
 

@@ -166,7 +166,7 @@ def test_a_guard_with_points_is_refused_naming_file_line_and_key(labs_copy: Path
     )
     with pytest.raises(InputError) as exc:
         loader.load_lab(path.parent)
-    assert f"{path}:29: ib.peermem is a guard: guards carry no points (points: 0), not 40" in str(exc.value)
+    assert f"{path}:28: ib.peermem is a guard: guards carry no points (points: 0), not 40" in str(exc.value)
     assert "(key grading.checks[1].points)" in str(exc.value)
     _edit(path.parent, "points: 40", "points: 0")
     lab = loader.load_lab(path.parent)

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from assessor.cli import main
 from assessor.labs import attempts
 from assessor.labs.capture import node_flags
+from assessor.sim import faults
 from tests.labs.test_lab_cli import fix_ib301
 
 
@@ -77,6 +78,7 @@ def test_route_1_hand_edited_state_file_is_flagged(started: Path, lab_env: Path)
 
 def test_route_2_lab_solve_on_the_node_marks_later_grades(started: Path, lab_env: Path):
     assert gpulab("lab", "solve", "ib-301", "--target", f"mock:{started}")[0] == 0
+    faults.repair(started, "ib-port-down", ca="mlx5_3")  # the data centre's part
     _code, doc = grade_json("ib-301", f"mock:{started}", "ana")
     assert doc["percent"] == 100.0  # the solution works ...
     assert any("reference solution applied on this node" in f for f in doc["flags"])  # ... and says so

@@ -22,17 +22,33 @@ scenario:
 solution:
   commands:
     - modprobe nvidia_peermem
-  repair:
-    - {fault: ib-port-down, options: {ca: "{ca}"}}
+  answer: ticket.yaml
+answer:
+  example: ticket.example.yaml
+grading:
+  pass_percent: 70
+  checks:
+    - id: ib.peermem
+      points: 40
+      hint: "lsmod"
+    - id: design.diagnosis
+      params:
+        expected:
+          - {component: "{ca}", finding: no-link, actions: [reseat-cable, replace-cable]}
+      points: 60
+      hint: "ibstat: Down/Polling"
 """
+TICKET = "diagnosis:\n  findings:\n    - {component: '{ca}', finding: no-link, action: reseat-cable, why: Polling}\n"
 
 
 def variant_lab(root: Path) -> Path:
-    """ib-301 with the downed port's HCA picked per candidate."""
+    """ib-301 with the downed port's HCA picked per candidate, and a ticket for it."""
     path = root / "infiniband" / "ib-301" / "lab.yaml"
     text = path.read_text(encoding="utf-8")
-    start, end = text.index("scenario:"), text.index("grading:")
-    path.write_text(text[:start] + VARIANT_YAML + text[end:], encoding="utf-8")
+    path.write_text(text[: text.index("scenario:")] + VARIANT_YAML, encoding="utf-8")
+    path.with_name("ticket.yaml").write_text(TICKET, encoding="utf-8")
+    example = TICKET.replace("'{ca}'", "mlx5_N")
+    path.with_name("ticket.example.yaml").write_text(example, encoding="utf-8")
     readme = path.with_name("README.md")
     readme.write_text(readme.read_text(encoding="utf-8") + "\nThe port to look at is on {ca}.\n", encoding="utf-8")
     return path
@@ -54,7 +70,9 @@ def test_the_variant_is_the_same_for_a_candidate_and_differs_between_candidates(
     picked = {loader.pick_variant(lab, f"candidate{i}")["ca"] for i in range(40)}
     assert picked == {"mlx5_0", "mlx5_3", "mlx5_6", "mlx5_9"}
     built = loader.with_variant(lab, {"ca": "mlx5_6"})
-    assert built.faults[0].options == {"ca": "mlx5_6"} and built.repair[0].options == {"ca": "mlx5_6"}
+    assert built.faults[0].options == {"ca": "mlx5_6"}
+    assert built.checks[1].params["expected"][0]["component"] == "mlx5_6"
+    assert "component: 'mlx5_6'" in loader.reference_answer(built)
 
 
 def test_a_placeholder_that_is_not_a_variant_is_refused(labs_copy: Path):
@@ -82,7 +100,15 @@ def test_start_grade_and_solve_use_the_candidates_variant(
     assert code == 0 and f"your variant of ib-301: ca = {ca}" in out
     assert down_hcas(state) == [ca]
     assert f"The port to look at is on {ca}." in gpulab("lab", "show", "ib-301", "--candidate", who)[1]
-    assert gpulab("lab", "solve", "ib-301", "--target", f"mock:{state}")[0] == 0  # the instructor's solve
-    assert down_hcas(state) == []  # it repaired the candidate's port, not mlx5_0's
-    code, out, _ = gpulab("lab", "grade", "ib-301", "--target", f"mock:{state}", "--candidate", who, "--json")
+    ticket = tmp_path / "ticket.yaml"
+    # the instructor's solve: the node part, and the reference ticket for the candidate's port, not mlx5_0's
+    code, out, _ = gpulab("lab", "solve", "ib-301", "--target", f"mock:{state}", "--out", str(ticket))
+    assert code == 0 and f"component: '{ca}'" in ticket.read_text(encoding="utf-8")
+    assert down_hcas(state) == [ca]  # a physical fault stays until the data centre acts
+    args = ("lab", "grade", "ib-301", "--target", f"mock:{state}", "--candidate", who, "--json")
+    code, out, _ = gpulab(*args, "--answer", str(ticket))
     assert json.loads(out)["percent"] == 100.0
+    # the ticket for another candidate's port fails this candidate's
+    ticket.write_text(TICKET.replace("'{ca}'", "mlx5_0"), encoding="utf-8")
+    code, out, _ = gpulab(*args, "--answer", str(ticket))
+    assert json.loads(out)["percent"] == 40.0

@@ -1,9 +1,10 @@
 """The lab walk: every simulator lab, end to end through the framework's lifecycle on a state file.
 
 For each lab, on a strict node (its daemons hold the GPUs, as ``gpulab sim init`` makes it):
-doing nothing after ``start`` scores 0; the reference solution scores 100 %; every valid alternative of
-:mod:`tests.labs.walks` passes and every wrong but plausible fix does not; ``reset`` gives back the fixture.
-A guard (``role: guard``) carries no points, and a failing guard fails the grade.
+doing nothing after ``start`` scores 0; the reference solution (with its reference ticket, where the remedy
+is physical) scores 100 %; every valid alternative of :mod:`tests.labs.walks` passes and every wrong but
+plausible fix does not; ``reset`` gives back the fixture. A guard (``role: guard``) carries no points, and a
+failing guard fails the grade. Tickets are written to a file and read as ``lab grade --answer`` reads them.
 """
 
 from __future__ import annotations
@@ -18,22 +19,24 @@ from assessor.labs import grading, lifecycle
 from assessor.labs.drivers import StepFailed
 from assessor.labs.drivers.sim import run_line, write_files
 from assessor.labs.grading import Grade
-from assessor.labs.loader import default_root, load_catalogue
+from assessor.labs.lifecycle import load_ticket
+from assessor.labs.loader import default_root, load_catalogue, reference_answer
 from assessor.labs.model import Lab
 from assessor.sim import faults
 from assessor.sim.config_root import populate, root_for_state
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
-from tests.labs.walks import PARTIAL, WALKS, Walk
+from tests.labs.walks import PARTIAL, WALKS, Ticket, Walk
 
 SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
 IDS = [lab.id for lab in SIM_LABS]
 
 
-def grade(lab: Lab, spec: str) -> Grade:
+def grade(lab: Lab, spec: str, ticket: Path | None = None) -> Grade:
+    answer = load_ticket(lab, str(ticket)) if ticket is not None else None
     facts = labcapture.capture_facts(lab, spec, timeout=60)
     now = dt.datetime.now(dt.UTC)
-    return grading.grade_facts(lab, facts, graded_at=now, started_at=now)
+    return grading.grade_facts(lab, facts, graded_at=now, started_at=now, answer=answer)
 
 
 def explain(g: Grade) -> str:
@@ -58,18 +61,26 @@ def started_node(lab: Lab, tmp_path: Path) -> str:
     return spec
 
 
-def act(walk: Walk, spec: str, *, must_work: bool) -> None:
-    """The candidate's steps: commands with the simulated tools, or edits of node configuration files."""
+def act(walk: Walk, spec: str, *, must_work: bool) -> Path | None:
+    """The candidate's steps: commands with the simulated tools, edits of node configuration files, and
+    the ticket they hand in (written beside the node; its path is returned)."""
+    import yaml
+
     path = Path(spec.removeprefix("mock:"))
+    handed_in = None
     for step in walk:
         try:
-            if isinstance(step, dict):
+            if isinstance(step, Ticket):
+                handed_in = path.with_name("ticket.yaml")
+                handed_in.write_text(yaml.safe_dump(step.as_answer(), sort_keys=False), encoding="utf-8")
+            elif isinstance(step, dict):
                 write_files(step, path)
             else:
                 run_line(step, path)
         except StepFailed:
             if must_work:
                 raise  # a valid approach whose step the node refuses is a broken lab or simulator
+    return handed_in
 
 
 def test_every_node_lab_is_walked() -> None:
@@ -83,7 +94,7 @@ def test_doing_nothing_after_start_scores_zero(lab: Lab, tmp_path: Path) -> None
     idle = grade(lab, spec)
     assert idle.percent == 0.0, f"{lab.id} gives points for nothing: {explain(idle)}"
     assert not passes(lab, idle)
-    graded = {c.id for c in lab.checks}
+    graded = {c.id for c in lab.checks if not c.is_guard}  # a guard holds at the start, by design
     targeted = {faults.get(step.fault).check for step in lab.faults} & graded
     for check_id in targeted:
         scores = [s for s in idle.scores if s.check == check_id]
@@ -94,7 +105,11 @@ def test_doing_nothing_after_start_scores_zero(lab: Lab, tmp_path: Path) -> None
 def test_reference_solution_scores_full_and_reset_restores(lab: Lab, tmp_path: Path) -> None:
     spec = started_node(lab, tmp_path)
     lifecycle.solve(lab, spec)
-    solved = grade(lab, spec)
+    reference = None
+    if lab.takes_answer:
+        reference = tmp_path / "reference-ticket.yaml"
+        reference.write_text(reference_answer(lab), encoding="utf-8")
+    solved = grade(lab, spec, reference)
     assert solved.percent == 100.0, f"{lab.id} after solve: {explain(solved)}"
     assert passes(lab, solved)
 
@@ -117,16 +132,14 @@ WRONG = _walks("wrong")
 )
 def test_valid_alternative_passes(lab: Lab, walk: Walk, tmp_path: Path) -> None:
     spec = started_node(lab, tmp_path)
-    act(walk, spec, must_work=True)
-    g = grade(lab, spec)
+    g = grade(lab, spec, act(walk, spec, must_work=True))
     assert passes(lab, g), f"{lab.id} valid alternative {walk} fails: {explain(g)}"
 
 
 @pytest.mark.parametrize(("lab", "walk"), WRONG, ids=[f"{lab.id}-{i}" for i, (lab, _) in enumerate(WRONG)])
 def test_wrong_fix_does_not_pass(lab: Lab, walk: Walk, tmp_path: Path) -> None:
     spec = started_node(lab, tmp_path)
-    act(walk, spec, must_work=False)
-    g = grade(lab, spec)
+    g = grade(lab, spec, act(walk, spec, must_work=False))
     assert not passes(lab, g), f"{lab.id} wrong fix {walk} passes: {explain(g)}"
 
 
@@ -140,7 +153,6 @@ PARTLY = [(lab, *PARTIAL[lab.id]) for lab in SIM_LABS if lab.id in PARTIAL]
 @pytest.mark.parametrize(("lab", "walk", "percent"), PARTLY, ids=[lab.id for lab, _, _ in PARTLY])
 def test_a_partly_done_task_keeps_partial_credit(lab: Lab, walk: Walk, percent: float, tmp_path: Path) -> None:
     spec = started_node(lab, tmp_path)
-    act(walk, spec, must_work=True)
-    g = grade(lab, spec)
+    g = grade(lab, spec, act(walk, spec, must_work=True))
     assert g.percent == percent, explain(g)
     assert not passes(lab, g)

@@ -1,14 +1,36 @@
 """The walks of every simulator lab: valid alternatives to the reference solution, and wrong but plausible fixes.
 
-A step is a command line run with the simulated tools (as the candidate types it), or a dict of node
-configuration files to write (node path -> text: the candidate editing ``/etc/nccl.conf``). Alternatives
-must pass; wrong fixes must not (a step the node refuses is what the candidate would see, and the walk
-goes on). Labs whose remedy is physical (a cable, a GPU) have no candidate alternative yet: ``None``.
+A step is a command line run with the simulated tools (as the candidate types it), a dict of node
+configuration files to write (node path -> text: the candidate editing ``/etc/nccl.conf``), or, in a lab
+whose remedy is physical (a cable, a GPU in its slot), the :class:`Ticket` the candidate hands in for the
+data centre. Alternatives must pass; wrong fixes must not (a step the node refuses is what the candidate
+would see, and the walk goes on).
 """
 
 from __future__ import annotations
 
-Step = str | dict[str, str]
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The candidate's ticket for the data centre: rows of component, finding, action and why."""
+
+    rows: tuple[dict[str, str], ...]
+
+    def as_answer(self) -> dict[str, object]:
+        return {"diagnosis": {"findings": [dict(r) for r in self.rows]}}
+
+
+def row(component: str, finding: str, action: str, why: str = "as the tools showed") -> dict[str, str]:
+    return {"component": component, "finding": finding, "action": action, "why": why}
+
+
+def ticket(*rows: dict[str, str]) -> Ticket:
+    return Ticket(tuple(rows))
+
+
+Step = str | dict[str, str] | Ticket
 Walk = list[Step]
 
 # What holds the GPUs on a strict node, and the drain an admin types before a reset or an A100 MIG change.
@@ -67,8 +89,22 @@ WALKS: dict[str, dict[str, list[Walk] | None]] = {
         "wrong": [["systemctl start nvidia-dcgm", "nvidia-smi -r -i 3"], ["systemctl start nvidia-dcgm"]],
     },
     "health-401": {
-        "alternatives": None,  # GPU 6 fell off the bus: physical (reseat, RMA); a diagnosis lab is to come
-        "wrong": [["nvidia-smi -r -i 2"], [*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE]],
+        "alternatives": [
+            ["reboot", ticket(row("gpu6", "off-the-bus", "reseat-gpu", "Xid 79; gone from nvidia-smi -L"))],
+            [
+                *A100_DRAIN,
+                "nvidia-smi -i 2 -r",
+                *A100_RESTORE,
+                ticket(row("GPU 6", "off the bus", "power cycle", "fell off the bus")),
+            ],
+        ],
+        "wrong": [
+            ["nvidia-smi -r -i 2", ticket(row("GPU 6", "off-the-bus", "power-cycle"))],  # no drain: refused
+            [*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE],  # no ticket for GPU 6
+            [*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE, ticket(row("GPU 2", "off-the-bus", "power-cycle"))],
+            # the drain left undone: the daemons stay stopped
+            [*A100_DRAIN, "nvidia-smi -r -i 2", ticket(row("GPU 6", "off-the-bus", "power-cycle"))],
+        ],
     },
     "health-402": {
         "alternatives": [
@@ -83,11 +119,82 @@ WALKS: dict[str, dict[str, list[Walk] | None]] = {
         ],
         "wrong": [["nvidia-smi -r -i 4"], [*H100_DRAIN, "nvidia-smi -r -i 3", *H100_RESTORE]],
     },
-    "health-403": {"alternatives": None, "wrong": [["reboot"], [*["systemctl restart nvidia-dcgm"]]]},
-    "ib-201": {"alternatives": None, "wrong": [["reboot"]]},
-    "ib-301": {"alternatives": None, "wrong": [["modprobe nv_peer_mem"], ["reboot"]]},
-    "ib-401": {"alternatives": None, "wrong": [["reboot"]]},
-    "ib-402": {"alternatives": None, "wrong": [["reboot"]]},
+    "health-403": {
+        "alternatives": [[ticket(row("gpu 2", "degraded-width", "rma-gpu", "LnkSta x8, LnkCap x16 under load"))]],
+        "wrong": [
+            ["reboot"],
+            ["systemctl restart nvidia-dcgm"],
+            [ticket(row("GPU 2", "degraded-width", "power-cycle"))],
+            [ticket(row("GPU 3", "degraded-width", "reseat-gpu"))],
+            [ticket(row("GPU 2", "degraded-width", "reseat-gpu"), row("GPU 3", "degraded-width", "reseat-gpu"))],
+        ],
+    },
+    "ib-201": {
+        "alternatives": [
+            [ticket(row("mlx5_2 port 1", "no-link", "reseat-cable", "Down/Polling"))],
+            [ticket(row("MLX5_2", "No link", "check switch port", "no link partner"))],
+        ],
+        "wrong": [
+            ["reboot"],
+            [ticket(row("mlx5_3", "no-link", "reseat-cable"))],
+            [ticket(row("mlx5_2", "no-link", "rma-gpu"))],
+            [ticket(row("mlx5_2", "no-subnet-manager", "restore-subnet-manager"))],
+        ],
+    },
+    "ib-301": {
+        "alternatives": [
+            ["modprobe nvidia-peermem", ticket(row("mlx5_5", "degraded-rate", "replace-cable", "200 Gb/s, 2X NDR"))],
+            # the boot loads the module again (as the node is configured to); the optic stays the data centre's
+            ["reboot", ticket(row("mlx5_5", "degraded-rate", "replace-transceiver", "Rate 200 on NDR"))],
+        ],
+        "wrong": [
+            ["modprobe nv_peer_mem", ticket(row("mlx5_5", "degraded-rate", "replace-transceiver"))],
+            ["reboot"],
+            ["modprobe nvidia_peermem", ticket(row("mlx5_5", "no-link", "reseat-cable"))],
+        ],
+    },
+    "ib-401": {
+        "alternatives": [
+            [ticket(row("subnet manager", "no-subnet-manager", "restore-subnet-manager", "SM lid 0"))],
+            [ticket(row("UFM", "no subnet manager", "restore subnet manager", "every port Initializing"))],
+        ],
+        "wrong": [
+            ["reboot"],
+            ["systemctl start opensm", "ibstat"],  # no subnet manager on this node to start
+            [ticket(row("mlx5_0", "no-link", "replace-cable"))],
+            [ticket(*[row(f"mlx5_{i}", "no-link", "reseat-cable") for i in range(10)])],
+        ],
+    },
+    "ib-402": {
+        "alternatives": [
+            [
+                ticket(
+                    row("mlx5_6", "degraded-rate", "replace-cable", "Active at 200 on NDR"),
+                    row("mlx5_2", "no-link", "check-switch-port", "Polling"),
+                )
+            ]
+        ],
+        "wrong": [
+            ["reboot"],
+            # the two repairs swapped
+            [
+                ticket(
+                    row("mlx5_2", "degraded-rate", "replace-transceiver"),
+                    row("mlx5_6", "no-link", "reseat-cable"),
+                )
+            ],
+            # one of two: half the points
+            [ticket(row("mlx5_2", "no-link", "reseat-cable"))],
+            # both right, and a healthy port sent to the data centre
+            [
+                ticket(
+                    row("mlx5_2", "no-link", "reseat-cable"),
+                    row("mlx5_6", "degraded-rate", "replace-transceiver"),
+                    row("mlx5_0", "degraded-rate", "replace-transceiver"),
+                )
+            ],
+        ],
+    },
     "mig-101": {
         "alternatives": [["nvidia-smi -mig 0"]],
         "wrong": [["nvidia-smi -i 0 -mig 0"]],
@@ -185,55 +292,13 @@ WALKS: dict[str, dict[str, list[Walk] | None]] = {
 }
 
 
-# Labs whose remedy is physical: the ticket the candidate raises (labs/<domain>/<id>/diagnosis.yaml is the
-# reference), graded by design.diagnosis with these params. Wrong tickets that must not pass are beside them.
-CABLE = ["reseat-cable", "replace-cable", "replace-transceiver", "check-switch-port"]
-OPTIC = ["replace-cable", "replace-transceiver"]
-DIAGNOSES: dict[str, dict[str, list[dict[str, object]]]] = {
-    "ib-201": {"expected": [{"component": "mlx5_2", "finding": "no-link", "actions": CABLE}]},
-    "ib-301": {"expected": [{"component": "mlx5_5", "finding": "degraded-rate", "actions": OPTIC}]},
-    "ib-401": {
-        "expected": [{"component": "the fabric", "finding": "no-subnet-manager", "actions": ["restore-subnet-manager"]}]
-    },
-    "ib-402": {
-        "expected": [
-            {"component": "mlx5_2", "finding": "no-link", "actions": CABLE},
-            {"component": "mlx5_6", "finding": "degraded-rate", "actions": OPTIC},
-        ]
-    },
-    "health-401": {
-        "expected": [{"component": "GPU 6", "finding": "off-the-bus", "actions": ["power-cycle", "reseat-gpu"]}]
-    },
-    "health-403": {
-        "expected": [{"component": "GPU 2", "finding": "degraded-width", "actions": ["reseat-gpu", "rma-gpu"]}]
-    },
-}
-
-
-def row(component: str, finding: str, action: str) -> dict[str, str]:
-    return {"component": component, "finding": finding, "action": action, "why": "as the tools showed"}
-
-
-WRONG_DIAGNOSES: dict[str, list[list[dict[str, str]]]] = {
-    "ib-201": [[row("mlx5_3", "no-link", "reseat-cable")], [row("mlx5_2", "no-link", "rma-gpu")]],
-    "ib-301": [[row("mlx5_5", "no-link", "reseat-cable")]],
-    "ib-401": [[row("mlx5_0", "no-link", "replace-cable")]],
-    "ib-402": [
-        # the two repairs swapped
-        [row("mlx5_2", "degraded-rate", "replace-transceiver"), row("mlx5_6", "no-link", "reseat-cable")],
-        # one of two
-        [row("mlx5_2", "no-link", "reseat-cable")],
-    ],
-    "health-401": [[row("GPU 2", "off-the-bus", "power-cycle")]],
-    "health-403": [[row("GPU 2", "degraded-width", "power-cycle")], [row("GPU 3", "degraded-width", "reseat-gpu")]],
-}
-
-
 # Partly done tasks keep partial credit: (steps, the percent they earn).
 PARTIAL: dict[str, tuple[Walk, float]] = {
     "drv-202": (["nvidia-smi -pm 1"], 50.0),  # persistence on, but not through the daemon
     "nccl-402": (["modprobe nvidia_peermem"], 50.0),  # GPUDirect RDMA back, NCCL still on sockets
-    "ib-301": (["modprobe nvidia_peermem"], 50.0),  # the module loaded; the slow port is the data centre's
+    "ib-301": (["modprobe nvidia_peermem"], 50.0),  # the module loaded; no ticket for the slow port
+    "ib-402": ([ticket(row("mlx5_2", "no-link", "reseat-cable"))], 50.0),  # one of two ports diagnosed
+    "health-401": ([*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE], 30.0),  # the remap, no ticket
     "mig-301": (["nvidia-smi -i 0 -mig 1"], 30.0),  # MIG on, no layout yet
     "health-301": (["systemctl start nvidia-dcgm"], 20.0),  # DCGM back; the remap still pending
 }

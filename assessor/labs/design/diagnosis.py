@@ -62,13 +62,20 @@ _GPU = re.compile(r"^gpu\s*#?\s*(\d+)\b")
 _HCA = re.compile(r"^([a-z]+\d+_\d+)")
 
 
+# What names the fabric as a whole (its subnet manager), however a candidate words it.
+_FABRIC = re.compile(r"^(?:the\s+)?(?:ib\s+|infiniband\s+)?(?:fabric|subnet\s*manager|sm|opensm|ufm)\b")
+
+
 def component_key(name: str) -> str:
-    """``GPU 6``, ``gpu6`` -> ``gpu6``; ``mlx5_2 port 1``, ``mlx5_2:1`` -> ``mlx5_2``; else lower-cased text."""
+    """``GPU 6``, ``gpu6`` -> ``gpu6``; ``mlx5_2 port 1``, ``mlx5_2:1`` -> ``mlx5_2``; ``the fabric``,
+    ``subnet manager``, ``SM``, ``UFM`` -> ``fabric``; else lower-cased text."""
     text = " ".join(str(name).strip().lower().split())
     if m := _GPU.match(text):
         return f"gpu{int(m.group(1))}"
     if m := _HCA.match(text):
         return m.group(1)
+    if _FABRIC.match(text):
+        return "fabric"
     return text
 
 
@@ -107,6 +114,13 @@ def validate(located: Located) -> None:
             None,
             "the faulty components: [{component: mlx5_2, finding: no-link, actions: [reseat-cable, ...]}] (required)",
         ),
+        Param(
+            "min_right",
+            "int",
+            0,
+            "how many faulty components must be diagnosed right (0: all of them); a lab's partial-credit rule "
+            "relaxes it, so one of two findings right earns part of the points",
+        ),
     ),
     doc=(
         "Grades the ticket a candidate raises for a fault only the data centre can fix: every faulty component "
@@ -123,7 +137,9 @@ def grade_diagnosis(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     validate(as_located(answer))
     rows = {component_key(r["component"]): r for r in answer[SECTION]["findings"]}
     want = {component_key(e["component"]): e for e in expected}
+    need = int(params.get("min_right") or 0) or len(want)
     fails: list[str] = []
+    right = 0
     for key, item in want.items():
         row = rows.get(key)
         if row is None:
@@ -134,11 +150,13 @@ def grade_diagnosis(answer: dict[str, Any], params: dict[str, Any]) -> Result:
             fails.append(f"{row['component']}: the finding does not match what the node shows")
         elif _word(row["action"]) not in {_word(a) for a in item.get("actions") or ()}:
             fails.append(f"{row['component']}: {_word(row['action'])} does not fix a {_word(row['finding'])} fault")
+        else:
+            right += 1
     extra = [rows[k]["component"] for k in rows if k not in want]
     fails += [f"{name} is healthy: no ticket for it" for name in extra]
     observed = {rows[k]["component"]: f"{_word(r['finding'])} -> {_word(r['action'])}" for k, r in rows.items()}
     total = len(want) + len(extra)
-    if fails:
+    if fails and (extra or right < need):
         return Result(
             "design.diagnosis",
             "fail",
@@ -150,7 +168,7 @@ def grade_diagnosis(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     return Result(
         "design.diagnosis",
         "pass",
-        f"{len(want)} of {len(want)} faulty components diagnosed",
+        f"{right} of {len(want)} faulty components diagnosed" + (f" ({need} needed)" if right < len(want) else ""),
         observed=observed,
         expected=f"{len(want)} faulty components",
     )

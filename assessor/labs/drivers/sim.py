@@ -1,8 +1,9 @@
 """The simulator's lab driver: start, solve and reset a simulated node in a state file.
 
 ``start`` restores the lab's fixture (keeping the host name), applies the scenario's faults
-(:mod:`assessor.sim.faults`) and runs its commands through the simulated tools; ``solve`` reverts the
-``repair`` faults and runs the solution's commands; ``reset`` writes the fixture back. The node is a strict
+(:mod:`assessor.sim.faults`) and runs its commands through the simulated tools; ``solve`` runs the
+solution's commands with the same tools (a physical fault stays: its remedy is the lab's reference ticket,
+not a step on the node); ``reset`` writes the fixture back. The node is a strict
 one, as ``gpulab sim init`` makes: its GPU daemons and ``nvidia_drm`` hold the GPUs, so a reset or an A100 MIG
 change needs the drain a real admin does. Configuration files (``/etc/nccl.conf``) live in the node's
 configuration root (:mod:`assessor.sim.config_root`); a lab's ``files:`` steps write them there, and
@@ -106,19 +107,18 @@ def start_file(lab: Lab, path: Path) -> list[str]:
 
 
 def solve_file(lab: Lab, path: Path) -> list[str]:
-    """The reference solution: revert the ``repair`` faults, then run the solution's commands."""
-    from assessor.sim import faults
-
+    """The reference solution: write its configuration files, then run its commands on the node."""
     if not path.exists():
         raise InputError(
             f"{path}: no such simulated node state; start the lab first: gpulab lab start {lab.id} --target mock:{path}"
         )
-    log = []
-    for step in lab.repair:
-        log.append(faults.repair(path, step.fault, **step.options))
-    log += write_files(lab.solution_files, path)
+    log = write_files(lab.solution_files, path)
     for line in lab.solution_commands:
         log.append(run_line(line, path))
     if not log:
-        log.append("the lab's solution has no steps")
+        log.append(
+            f"nothing to do on the node: the remedy is physical (the reference ticket is {lab.solution_answer})"
+            if lab.solution_answer
+            else "the lab's solution has no steps"
+        )
     return log

@@ -9,27 +9,58 @@ import pytest
 from assessor.errors import InputError
 from assessor.labs.design import GRADERS, load_answer, run_grader
 from assessor.labs.design.diagnosis import component_key
-from assessor.labs.loader import default_root, load_catalogue
-from tests.labs.walks import DIAGNOSES, WRONG_DIAGNOSES
+from assessor.labs.loader import default_root, load_catalogue, reference_answer
+from assessor.labs.model import Lab
+from assessor.yamlio import load
+from tests.labs.walks import WALKS, Ticket
 
 LABS = {lab.id: lab for lab in load_catalogue(default_root()).labs}
+TICKET_LABS = sorted(lab_id for lab_id, lab in LABS.items() if lab.takes_answer and not lab.is_design)
 
 
 def grade(answer: Any, params: dict[str, Any]) -> Any:
     return run_grader(GRADERS["design.diagnosis"], answer, params)
 
 
-@pytest.mark.parametrize("lab_id", sorted(DIAGNOSES))
-def test_reference_diagnosis_of_each_physical_lab_passes(lab_id: str) -> None:
-    answer = load_answer(LABS[lab_id].path / "diagnosis.yaml")
-    result = grade(answer, DIAGNOSES[lab_id])
+def params_of(lab: Lab) -> dict[str, Any]:
+    """The params the lab grades its ticket with (its first variant)."""
+    [check] = [c for c in lab.checks if c.id == "design.diagnosis"]
+    return dict(check.params)
+
+
+def test_the_six_labs_with_a_physical_remedy_grade_a_ticket() -> None:
+    assert TICKET_LABS == ["health-401", "health-403", "ib-201", "ib-301", "ib-401", "ib-402"]
+
+
+@pytest.mark.parametrize("lab_id", TICKET_LABS)
+def test_reference_ticket_of_each_physical_lab_passes(lab_id: str) -> None:
+    lab = LABS[lab_id]
+    result = grade(load(lab.path / "ticket.yaml", text=reference_answer(lab)), params_of(lab))
     assert result.status == "pass", result.message
 
 
-@pytest.mark.parametrize(("lab_id", "rows"), [(lab, rows) for lab, walks in WRONG_DIAGNOSES.items() for rows in walks])
-def test_wrong_diagnosis_does_not_pass(lab_id: str, rows: list[dict[str, str]]) -> None:
-    result = grade({"diagnosis": {"findings": rows}}, DIAGNOSES[lab_id])
-    assert result.status == "fail"
+@pytest.mark.parametrize("lab_id", TICKET_LABS)
+def test_the_example_ticket_shows_the_format_and_does_not_pass(lab_id: str) -> None:
+    lab = LABS[lab_id]
+    assert lab.answer_example is not None
+    result = grade(load_answer(lab.path / lab.answer_example), params_of(lab))
+    assert result.status == "fail", result.message
+
+
+WRONG_TICKETS = [
+    (lab_id, step)
+    for lab_id in TICKET_LABS
+    for walk in WALKS[lab_id]["wrong"] or []
+    for step in walk
+    if isinstance(step, Ticket) and walk == [step]  # walks that are a ticket alone
+]
+
+
+@pytest.mark.parametrize(
+    ("lab_id", "ticket"), WRONG_TICKETS, ids=[f"{lab}-{i}" for i, (lab, _) in enumerate(WRONG_TICKETS)]
+)
+def test_wrong_ticket_does_not_pass(lab_id: str, ticket: Ticket) -> None:
+    assert grade(ticket.as_answer(), params_of(LABS[lab_id])).status == "fail"
 
 
 def test_swapped_repairs_name_the_wrong_field_without_the_right_value() -> None:
@@ -37,7 +68,7 @@ def test_swapped_repairs_name_the_wrong_field_without_the_right_value() -> None:
         {"component": "mlx5_2", "finding": "degraded-rate", "action": "replace-transceiver", "why": "slow"},
         {"component": "mlx5_6", "finding": "no-link", "action": "reseat-cable", "why": "down"},
     ]
-    result = grade({"diagnosis": {"findings": rows}}, DIAGNOSES["ib-402"])
+    result = grade({"diagnosis": {"findings": rows}}, params_of(LABS["ib-402"]))
     assert result.message.startswith("2 of 2 findings wrong")
     assert "mlx5_2: the finding does not match" in result.message
 
@@ -47,7 +78,7 @@ def test_a_healthy_component_in_the_ticket_fails() -> None:
         {"component": "mlx5_2 port 1", "finding": "no-link", "action": "reseat-cable", "why": "Polling"},
         {"component": "mlx5_0", "finding": "no-link", "action": "reseat-cable", "why": "just in case"},
     ]
-    result = grade({"diagnosis": {"findings": rows}}, DIAGNOSES["ib-201"])
+    result = grade({"diagnosis": {"findings": rows}}, params_of(LABS["ib-201"]))
     assert result.status == "fail"
     assert "mlx5_0 is healthy" in result.message
 
@@ -64,9 +95,26 @@ def test_unknown_action_is_an_input_error_with_its_line(tmp_path: Any) -> None:
     path = tmp_path / "answer.yaml"
     path.write_text("diagnosis:\n  findings:\n    - {component: mlx5_2, finding: no-link, action: pray, why: x}\n")
     with pytest.raises(InputError, match=r"answer.yaml:3.*unknown action 'pray'"):
-        grade(load_answer(path), DIAGNOSES["ib-201"])
+        grade(load_answer(path), params_of(LABS["ib-201"]))
 
 
 def test_without_expected_params_the_grader_is_an_error_not_a_pass() -> None:
     rows = [{"component": "mlx5_2", "finding": "no-link", "action": "reseat-cable", "why": "x"}]
     assert grade({"diagnosis": {"findings": rows}}, {}).status == "error"
+
+
+def test_one_of_two_findings_right_passes_only_when_the_lab_relaxes_min_right() -> None:
+    rows = [{"component": "mlx5_2", "finding": "no-link", "action": "reseat-cable", "why": "Polling"}]
+    params = params_of(LABS["ib-402"])
+    assert grade({"diagnosis": {"findings": rows}}, params).status == "fail"
+    relaxed = grade({"diagnosis": {"findings": rows}}, {**params, "min_right": 1})
+    assert relaxed.status == "pass"
+    assert relaxed.message == "1 of 2 faulty components diagnosed (1 needed)"
+    # a healthy component named fails even where one right finding would do
+    rows.append({"component": "mlx5_0", "finding": "no-link", "action": "reseat-cable", "why": "unsure"})
+    assert grade({"diagnosis": {"findings": rows}}, {**params, "min_right": 1}).status == "fail"
+
+
+@pytest.mark.parametrize("name", ["the fabric", "fabric", "Subnet Manager", "SM", "the IB fabric", "UFM", "opensm"])
+def test_the_fabric_in_any_usual_wording(name: str) -> None:
+    assert component_key(name) == "fabric"
