@@ -143,8 +143,9 @@ def test_wrong_fix_does_not_pass(lab: Lab, walk: Walk, tmp_path: Path) -> None:
     assert not passes(lab, g), f"{lab.id} wrong fix {walk} passes: {explain(g)}"
 
 
-def test_every_lab_has_a_wrong_fix_walked() -> None:
+def test_every_lab_has_a_wrong_fix_and_a_valid_alternative_walked() -> None:
     assert {lab.id for lab, _ in WRONG} == set(IDS)
+    assert {lab.id for lab, _ in ALTERNATIVES} == set(IDS)
 
 
 PARTLY = [(lab, *PARTIAL[lab.id]) for lab in SIM_LABS if lab.id in PARTIAL]

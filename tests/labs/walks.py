@@ -50,7 +50,7 @@ def conf(*lines: str) -> dict[str, str]:
     return {NCCL_CONF: CONF_HEAD + "".join(line + "\n" for line in lines)}
 
 
-WALKS: dict[str, dict[str, list[Walk] | None]] = {
+WALKS: dict[str, dict[str, list[Walk]]] = {
     "drv-101": {
         "alternatives": [["systemctl start nvidia-persistenced"]],
         "wrong": [["nvidia-smi -i 0 -pm 1"], ["nvidia-smi -L", "nvidia-smi -q"]],
