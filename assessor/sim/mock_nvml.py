@@ -1217,3 +1217,11 @@ class MockNvml:
                     )
                 )
         return procs
+
+
+# In a process started with GPULAB_SIM_STATE set, the pynvml hook patches pynvml on import; when this module
+# was the importer, the hook had to wait for MockNvml to exist (pynvml_hook.install). Patch it now.
+if os.environ.get("GPULAB_SIM_STATE"):
+    from assessor.sim import pynvml_hook
+
+    pynvml_hook.install(pynvml)

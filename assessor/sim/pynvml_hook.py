@@ -113,6 +113,11 @@ def install(module: ModuleType | None = None) -> Any:
     assert module is not None
     if hasattr(module, _ORIGINALS):
         return getattr(module, "_gpulab_mock")  # noqa: B009
+    building = sys.modules.get("assessor.sim.mock_nvml")
+    if building is not None and not hasattr(building, "MockNvml"):
+        # gpulab's own mock is importing pynvml (a mock: target in a shell where GPULAB_SIM_STATE is set): the
+        # mock does not exist yet, so the mock module patches pynvml itself once it is built (its last lines)
+        return None
     from assessor.sim.mock_nvml import MockNvml
 
     mock = _env_nvml()

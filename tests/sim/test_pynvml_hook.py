@@ -173,3 +173,20 @@ def test_the_wheel_and_the_editable_wheel_carry_the_hook_at_their_root(tmp_path:
         assert "gpulab_nvml_hook.pth" in names, version
         line = zipfile.ZipFile(wheel).read("gpulab_nvml_hook.pth").decode()
         assert line.startswith("import os;") and line.count("\n") == 1  # site runs one line
+
+
+def test_a_mock_target_captured_in_a_shell_where_the_hook_is_armed_works_and_pynvml_is_patched(tmp_path: Path):
+    # The README's practice flow exports GPULAB_SIM_STATE, then runs gpulab on mock:node.json: gpulab's own mock
+    # imports pynvml while the hook waits for that mock, which once made a circular import crash every command.
+    state = node(tmp_path, "hgx-h100")
+    code = (
+        "from assessor.targets import open_target\n"
+        f"snap = open_target('mock:{state}').snapshot(timeout=60, active=())\n"
+        "import json, pynvml\n"
+        "print(len(json.loads(snap.sources['nvml.json'].text)['gpus']), hasattr(pynvml, '_gpulab_originals'))\n"
+        "pynvml.nvmlInit()\n"
+        "print(pynvml.nvmlDeviceGetCount())\n"
+    )
+    done = run_python(code, tmp_path, state)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["8", "True", "8"]
