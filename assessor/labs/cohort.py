@@ -289,16 +289,46 @@ def start(
     db: str | None = None,
     forks: int = 32,
     extravars: Mapping[str, Any] | None = None,
+    timeout: float = 120.0,
 ) -> dict[str, HostOutcome]:
-    """Set every host up for the lab and record one start per host that is ready (its candidate's clock)."""
-    from assessor.labs import attempts
+    """Set every host up for the lab and record one start per host that is ready (its candidate's clock).
 
-    outcomes = run_step(lab, "start", cohort, options, forks=forks, extravars=extravars)
+    Each ready host is captured for its start (identity and baseline, with the lab's active tests) in the
+    pool, ``forks`` at a time, as a grade captures them; a host set up but not captured is failed or
+    unreachable, and has no start.
+    """
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant, with_variant
+    from assessor.targets.ssh_connection import HostError
+
+    outcomes = dict(run_step(lab, "start", cohort, options, forks=forks, extravars=extravars))
     ready = [h for h in cohort.hosts if outcomes[h.name].status == "ok"]
-    if ready:
+    not_captured = "set up, but not captured for the start"
+
+    def capture(host: CohortHost) -> tuple[CohortHost, Any, HostOutcome | None]:
+        mine = with_variant(lab, pick_variant(lab, host.candidate))  # the baseline of the lab as it was set up
+        try:
+            record = labcapture.start_record(
+                mine, host.name, timeout=timeout, options=options, inventory=cohort.inventory
+            )
+        except HostError as exc:
+            why = str(exc).removeprefix("unreachable: ")
+            return host, None, HostOutcome(host.name, "unreachable", f"{not_captured}: {why}")
+        except GpulabError as exc:
+            return host, None, HostOutcome(host.name, "failed", f"{not_captured}: {exc}")
+        return host, record, None
+
+    def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, HostOutcome | None]:
+        return host, None, _crashed(host, exc)
+
+    captured = _pooled(capture, ready, forks, crashed)
+    outcomes.update({host.name: problem for host, _, problem in captured if problem is not None})
+    recorded = [(host, record) for host, record, _ in captured if record is not None]
+    if recorded:
         with attempts.opened(db) as conn:
-            for host in ready:
-                _record_start(conn, lab, host, cohort, options)
+            for host, record in recorded:
+                _record_start(conn, lab, host, cohort, options, record)
     return outcomes
 
 
@@ -348,16 +378,20 @@ def grade(
 
 
 def _record_start(
-    conn: sqlite3.Connection, lab: Lab, host: CohortHost, cohort: Cohort, options: TargetOptions | None
+    conn: sqlite3.Connection,
+    lab: Lab,
+    host: CohortHost,
+    cohort: Cohort,
+    options: TargetOptions | None,
+    captured: tuple[Any, dict[str, float] | None],
 ) -> None:
-    """One recorded start for the host's candidate, with the node's identity, baseline and the candidate's
-    variant (the single place a cohort writes a start)."""
+    """One recorded start for the host's candidate, with the node's identity and baseline as ``captured``
+    (:func:`~assessor.labs.capture.start_record`) and the candidate's variant (the single place a cohort
+    writes a start)."""
     from assessor.labs import lifecycle
-    from assessor.labs.loader import pick_variant, with_variant
 
-    mine = with_variant(lab, pick_variant(lab, host.candidate))  # the baseline of the lab as it was set up
     lifecycle.record_started(
-        conn, mine, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory
+        conn, lab, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory, captured=captured
     )
 
 

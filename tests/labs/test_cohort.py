@@ -637,3 +637,31 @@ def test_hosts_are_grouped_by_variant_for_one_ansible_run_each() -> None:
         ({"gpu": 6}, ["n2"]),
         ({}, ["n4"]),
     ]
+
+
+def test_a_host_set_up_but_not_captured_for_its_start_has_no_start_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import find_lab
+    from assessor.targets.ssh_connection import HostError
+
+    inventory = sim_inventory(tmp_path, ["sim01", "sim02", "sim03"])
+    real = labcapture.start_record
+    lost = {"sim02": HostError("unreachable: connection reset"), "sim03": InputError("nvidia-smi: no answer")}
+
+    def flaky(lab: Any, spec: str, **kw: Any) -> Any:
+        if spec in lost:
+            raise lost[spec]
+        return real(lab, spec, **kw)
+
+    monkeypatch.setattr(labcapture, "start_record", flaky)
+    db = tmp_path / "attempts.db"
+    group = cohort.load(str(inventory))
+    outcomes = cohort.start(find_lab("health-101"), group, db=str(db))
+    assert outcomes == {
+        "sim01": HostOutcome("sim01", "ok"),
+        "sim02": HostOutcome("sim02", "unreachable", "set up, but not captured for the start: connection reset"),
+        "sim03": HostOutcome("sim03", "failed", "set up, but not captured for the start: nvidia-smi: no answer"),
+    }
+    assert starts(db) == [("c1", "sim01")]
