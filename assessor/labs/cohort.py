@@ -6,8 +6,10 @@ selection with Ansible's forks; grading captures the hosts in a pool of threads.
 its inventory variable ``gpulab_candidate`` or a line of ``--candidates FILE``; without either, the host
 name stands for the candidate. One failing or unreachable host is reported for that host; the others finish.
 
-A lab with variants is set up on each host with its candidate's variant (:func:`host_variants`), on simulated
-and real hosts alike, and the start is recorded with it, so each candidate's grade is against their own.
+A lab with variants is set up, solved and reset on each host with its candidate's variant
+(:func:`host_variants`), on simulated and real hosts alike: the playbooks then run once per distinct variant
+(:func:`run_step` says why). The start is recorded with the variant, so each candidate's grade is against
+their own; the start's capture (identity and baseline) runs in the pool too.
 
 Planning the hosts, mapping candidates, summaries and file names are pure functions; :func:`run_step`
 and :func:`grade` do the work, and every write to the attempts database goes through :func:`_record_start`
