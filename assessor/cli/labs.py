@@ -328,10 +328,13 @@ def lab_start(
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
     if x.variants:
-        from assessor.labs.loader import pick_variant
+        from assessor.labs.loader import pick_variant, placeholders
 
-        chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(x, who).items())
-        click.echo(f"your variant of {x.id}: {chosen} (read {{name}} in the instructions as these)")
+        # only what the instructions name: a variant the candidate must find (mig-101's GPU) stays unsaid
+        named = placeholders(x.readme.read_text(encoding="utf-8"))
+        chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(x, who).items() if k in named)
+        if chosen:
+            click.echo(f"your variant of {x.id}: {chosen} (read {{name}} in the instructions as these)")
     if begun.started_at < now.replace(microsecond=0):
         click.echo(
             f"{x.id} was already started by {who} at {attempts.iso(begun.started_at)}: that clock keeps running "

@@ -147,28 +147,12 @@ def start_record(
     timeout: float = 120.0,
     options: TargetOptions | None = None,
     inventory: str | None = None,
-) -> tuple[Identity, dict[str, float] | None]:
-    """Right after ``lab start``: the node's identity and, on a simulated node, the lab's baseline (what
-    each task check earns before the candidate did anything)."""
+) -> tuple[Identity, dict[str, float]]:
+    """Right after ``lab start``: the node's identity and the lab's baseline (what each task check earns
+    before the candidate did anything), on every kind of node: a simulated one, ``ssh://`` or an inventory
+    host. The capture is the one a grade makes (:func:`capture_facts`, with the lab's active tests), so a
+    check that already held when the lab started earns nothing later, wherever the node is."""
     from assessor.labs import grading
 
-    if _state_file(spec, inventory) is not None:
-        facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-        return identity(facts, spec, inventory), grading.baseline(lab, grading.facts_evaluator(facts))
-    passive = _passive_facts(spec, timeout=timeout, options=options, inventory=inventory)
-    return identity(passive, spec, inventory), None
-
-
-def _passive_facts(spec: str, *, timeout: float, options: TargetOptions | None, inventory: str | None) -> NodeFacts:
-    """A capture without active tests: enough to say which machine it is."""
-    from assessor.parsers.assemble import facts_from_snapshot
-    from assessor.targets import open_target
-
-    target: Any
-    if inventory is not None:
-        host = find_host(inventory, spec)
-        ssh = host.ssh if host.target.startswith("ssh://") else None
-        target = open_target(host.target, options, name=host.name, ssh=ssh)
-    else:
-        target = open_target(spec, options)
-    return facts_from_snapshot(target.snapshot(timeout=timeout, active=()))
+    facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+    return identity(facts, spec, inventory), grading.baseline(lab, grading.facts_evaluator(facts))

@@ -6,6 +6,11 @@ selection with Ansible's forks; grading captures the hosts in a pool of threads.
 its inventory variable ``gpulab_candidate`` or a line of ``--candidates FILE``; without either, the host
 name stands for the candidate. One failing or unreachable host is reported for that host; the others finish.
 
+A lab with variants is set up, solved and reset on each host with its candidate's variant
+(:func:`host_variants`), on simulated and real hosts alike: the playbooks then run once per distinct variant
+(:func:`run_step` says why). The start is recorded with the variant, so each candidate's grade is against
+their own; the start's capture (identity and baseline) runs in the pool too.
+
 Planning the hosts, mapping candidates, summaries and file names are pure functions; :func:`run_step`
 and :func:`grade` do the work, and every write to the attempts database goes through :func:`_record_start`
 and :func:`_record_grade`.
@@ -213,43 +218,69 @@ def run_step(
 ) -> dict[str, HostOutcome]:
     """``start``, ``solve`` or ``reset`` on every host of the cohort; each host's outcome, in cohort order.
 
-    SSH hosts: the lab's playbook, one Ansible run over all of them. Other hosts (a simulated node's file
-    named by ``gpulab_target``): the simulator's driver, ``forks`` at a time.
+    Each host gets the lab built with its candidate's variant (:func:`host_variants`). SSH hosts: the lab's
+    playbook through Ansible, one run per distinct variant over the hosts that share it (the playbook reads
+    one ``gpulab_variant``, as on a single node; a lab has few variants, and every run still uses ``forks``),
+    so a lab without variants is one run over all of them. Other hosts (a simulated node's file named by
+    ``gpulab_target``): the simulator's driver, ``forks`` at a time.
     """
     from assessor.labs import lifecycle
+    from assessor.labs.loader import with_variant
 
     check_lab(lab, cohort, action)
+    variants = host_variants(lab, cohort)
     by_ansible = [h.name for h in cohort.hosts if h.by_ansible]
     others = [h for h in cohort.hosts if not h.by_ansible]
     outcomes: dict[str, HostOutcome] = {}
     if by_ansible:
         from assessor.labs.drivers.ansible import run_playbook_on_hosts
 
-        # the user's pattern selected exactly these hosts unless some are reached otherwise
-        limit = cohort.limit if not others else None
-        outcomes.update(
-            run_playbook_on_hosts(
-                lab,
-                lifecycle.PLAYBOOKS[action],
-                cohort.inventory,
-                by_ansible,
-                options,
-                limit=limit,
-                forks=forks,
-                extravars=extravars,
+        groups = variant_groups(by_ansible, variants)
+        # the user's pattern selected exactly these hosts unless some are reached otherwise or run apart
+        limit = cohort.limit if not others and len(groups) == 1 else None
+        for variant, names in groups:
+            outcomes.update(
+                run_playbook_on_hosts(
+                    with_variant(lab, variant),
+                    lifecycle.PLAYBOOKS[action],
+                    cohort.inventory,
+                    names,
+                    options,
+                    limit=limit,
+                    forks=forks,
+                    extravars=extravars,
+                )
             )
-        )
     step = {"start": lifecycle.start, "solve": lifecycle.solve, "reset": lifecycle.reset}[action]
 
     def one(host: CohortHost) -> HostOutcome:
         try:
-            step(lab, host.target, options)
+            step(with_variant(lab, variants[host.name]), host.target, options)
         except GpulabError as exc:
             return HostOutcome(host.name, "failed", str(exc))
         return HostOutcome(host.name, "ok")
 
     outcomes.update({o.host: o for o in _pooled(one, others, forks, _crashed)})
     return {h.name: outcomes[h.name] for h in cohort.hosts}
+
+
+def host_variants(lab: Lab, cohort: Cohort) -> dict[str, dict[str, Any]]:
+    """Each host's variant of ``lab``: its candidate's (:func:`~assessor.labs.loader.pick_variant`), as
+    ``lab start`` on one node picks it; ``{}`` for every host of a lab without variants."""
+    from assessor.labs.loader import pick_variant
+
+    return {h.name: pick_variant(lab, h.candidate) for h in cohort.hosts}
+
+
+def variant_groups(
+    names: Sequence[str], variants: Mapping[str, dict[str, Any]]
+) -> list[tuple[dict[str, Any], list[str]]]:
+    """``names`` grouped by their variant, each group in the order of ``names``, groups by first host."""
+    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for name in names:
+        key = repr(sorted(variants[name].items()))
+        groups.setdefault(key, (variants[name], []))[1].append(name)
+    return list(groups.values())
 
 
 def start(
@@ -260,16 +291,46 @@ def start(
     db: str | None = None,
     forks: int = 32,
     extravars: Mapping[str, Any] | None = None,
+    timeout: float = 120.0,
 ) -> dict[str, HostOutcome]:
-    """Set every host up for the lab and record one start per host that is ready (its candidate's clock)."""
-    from assessor.labs import attempts
+    """Set every host up for the lab and record one start per host that is ready (its candidate's clock).
 
-    outcomes = run_step(lab, "start", cohort, options, forks=forks, extravars=extravars)
+    Each ready host is captured for its start (identity and baseline, with the lab's active tests) in the
+    pool, ``forks`` at a time, as a grade captures them; a host set up but not captured is failed or
+    unreachable, and has no start.
+    """
+    from assessor.labs import attempts
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import pick_variant, with_variant
+    from assessor.targets.ssh_connection import HostError
+
+    outcomes = dict(run_step(lab, "start", cohort, options, forks=forks, extravars=extravars))
     ready = [h for h in cohort.hosts if outcomes[h.name].status == "ok"]
-    if ready:
+    not_captured = "set up, but not captured for the start"
+
+    def capture(host: CohortHost) -> tuple[CohortHost, Any, HostOutcome | None]:
+        mine = with_variant(lab, pick_variant(lab, host.candidate))  # the baseline of the lab as it was set up
+        try:
+            record = labcapture.start_record(
+                mine, host.name, timeout=timeout, options=options, inventory=cohort.inventory
+            )
+        except HostError as exc:
+            why = str(exc).removeprefix("unreachable: ")
+            return host, None, HostOutcome(host.name, "unreachable", f"{not_captured}: {why}")
+        except GpulabError as exc:
+            return host, None, HostOutcome(host.name, "failed", f"{not_captured}: {exc}")
+        return host, record, None
+
+    def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, HostOutcome | None]:
+        return host, None, _crashed(host, exc)
+
+    captured = _pooled(capture, ready, forks, crashed)
+    outcomes.update({host.name: problem for host, _, problem in captured if problem is not None})
+    recorded = [(host, record) for host, record, _ in captured if record is not None]
+    if recorded:
         with attempts.opened(db) as conn:
-            for host in ready:
-                _record_start(conn, lab, host, cohort, options)
+            for host, record in recorded:
+                _record_start(conn, lab, host, cohort, options, record)
     return outcomes
 
 
@@ -336,14 +397,20 @@ def ticket_file(answers: str, candidate: str) -> Path:
 
 
 def _record_start(
-    conn: sqlite3.Connection, lab: Lab, host: CohortHost, cohort: Cohort, options: TargetOptions | None
+    conn: sqlite3.Connection,
+    lab: Lab,
+    host: CohortHost,
+    cohort: Cohort,
+    options: TargetOptions | None,
+    captured: tuple[Any, dict[str, float] | None],
 ) -> None:
-    """One recorded start for the host's candidate, with the node's identity and baseline (the single place
-    a cohort writes a start)."""
+    """One recorded start for the host's candidate, with the node's identity and baseline as ``captured``
+    (:func:`~assessor.labs.capture.start_record`) and the candidate's variant (the single place a cohort
+    writes a start)."""
     from assessor.labs import lifecycle
 
     lifecycle.record_started(
-        conn, lab, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory
+        conn, lab, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory, captured=captured
     )
 
 

@@ -429,9 +429,12 @@ def record_started(
     options: TargetOptions | None = None,
     inventory: str | None = None,
     timeout: float = 120.0,
+    captured: tuple[Any, dict[str, float] | None] | None = None,
 ) -> Any:
     """Record the start of ``lab`` on a node just set up (with :func:`start` and the candidate's variant):
-    its identity and baseline are captured now. For one node or each host of a cohort."""
+    its identity and baseline are captured now, unless ``captured`` holds them already (what
+    :func:`~assessor.labs.capture.start_record` returned: a cohort captures its hosts in parallel). For one
+    node or each host of a cohort."""
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
     from assessor.labs.loader import pick_variant
@@ -439,7 +442,9 @@ def record_started(
     if lab.is_design or not spec:
         ident, baseline, key = attempts.Identity(None), None, "design"
     else:
-        ident, baseline = labcapture.start_record(lab, spec, timeout=timeout, options=options, inventory=inventory)
+        ident, baseline = captured or labcapture.start_record(
+            lab, spec, timeout=timeout, options=options, inventory=inventory
+        )
         key = labcapture.target_key(spec, inventory)
     return attempts.record_start(
         conn,

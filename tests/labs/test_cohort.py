@@ -571,3 +571,97 @@ def test_single_host_start_suggests_a_grade_command_that_keeps_the_inventory(bed
     code, out, err = gpulab(*shlex.split(suggested)[1:], "--json")
     assert code == 1, out + err
     assert json.loads(out)["candidate"] == "dave" and json.loads(out)["started_at"]
+
+
+# ---- per-candidate variants over a cohort of simulated nodes -----------------------------------
+
+
+def mig_gpus(state: Path) -> list[int]:
+    """The GPUs of a simulated node in MIG mode (current or pending)."""
+    return [g.index for g in load_state(state).gpus if g.mig_mode_current or g.mig_mode_pending]
+
+
+def at_shell(state: Path, line: str) -> None:
+    """A candidate runs one command with the node's (simulated) tools; a refusal is theirs to see."""
+    from assessor.sim.tools import Session, run_tool
+
+    run_tool(shlex.split(line), Session(path=state))
+
+
+def test_cohort_start_sets_each_host_up_with_its_candidates_variant(tmp_path: Path) -> None:
+    from assessor.labs.loader import find_lab, pick_variant
+
+    inventory = sim_inventory(tmp_path, ["sim01", "sim02"])  # candidates c1 and c2
+    lab = find_lab("mig-101")
+    gpu = {c: pick_variant(lab, c)["gpu"] for c in ("c1", "c2")}
+    default = lab.variant["gpu"]
+    # two variants that differ, neither the one a lab built for nobody uses
+    assert gpu["c1"] != gpu["c2"] and default not in gpu.values(), gpu
+    one, two = tmp_path / "sim01.json", tmp_path / "sim02.json"
+    db = tmp_path / "attempts.db"
+
+    code, out, err = gpulab("lab", "start", "mig-101", "-i", str(inventory), "--db", str(db))
+    assert code == 0, out + err
+    assert (mig_gpus(one), mig_gpus(two)) == ([gpu["c1"]], [gpu["c2"]])
+    with sqlite3.connect(db) as conn:
+        recorded = dict(conn.execute("SELECT candidate, variant FROM starts").fetchall())
+    assert {c: json.loads(v) for c, v in recorded.items()} == {"c1": {"gpu": gpu["c1"]}, "c2": {"gpu": gpu["c2"]}}
+
+    def percents() -> dict[str, float]:
+        code, out, err = gpulab("lab", "grade", "mig-101", "-i", str(inventory), "--db", str(db), "--json")
+        assert code in (0, 1), out + err
+        return {g["candidate"]: g["percent"] for g in json.loads(out)}
+
+    assert percents() == {"c1": 0.0, "c2": 0.0}  # nothing done
+    at_shell(one, f"nvidia-smi -i {gpu['c1']} -mig 0")  # c1 fixes their own GPU
+    at_shell(two, f"nvidia-smi -i {gpu['c1']} -mig 0")  # c2 copies c1's answer: the wrong GPU for them
+    assert percents() == {"c1": 100.0, "c2": 0.0}
+    assert mig_gpus(two) == [gpu["c2"]]
+    at_shell(two, f"nvidia-smi -i {gpu['c2']} -mig 0")
+    assert percents() == {"c1": 100.0, "c2": 100.0}
+
+
+def test_cohort_solve_applies_each_candidates_variant(tmp_path: Path) -> None:
+    inventory = sim_inventory(tmp_path, ["sim01", "sim02"])
+    db = ["--db", str(tmp_path / "attempts.db")]
+    assert gpulab("lab", "start", "mig-101", "-i", str(inventory), *db)[0] == 0
+    code, out, err = gpulab("lab", "solve", "mig-101", "-i", str(inventory))
+    assert code == 0, out + err
+    assert mig_gpus(tmp_path / "sim01.json") == mig_gpus(tmp_path / "sim02.json") == []
+
+
+def test_hosts_are_grouped_by_variant_for_one_ansible_run_each() -> None:
+    variants = {"n1": {"gpu": 5}, "n2": {"gpu": 6}, "n3": {"gpu": 5}, "n4": {}}
+    assert cohort.variant_groups(["n1", "n2", "n3", "n4"], variants) == [
+        ({"gpu": 5}, ["n1", "n3"]),
+        ({"gpu": 6}, ["n2"]),
+        ({}, ["n4"]),
+    ]
+
+
+def test_a_host_set_up_but_not_captured_for_its_start_has_no_start_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import find_lab
+    from assessor.targets.ssh_connection import HostError
+
+    inventory = sim_inventory(tmp_path, ["sim01", "sim02", "sim03"])
+    real = labcapture.start_record
+    lost = {"sim02": HostError("unreachable: connection reset"), "sim03": InputError("nvidia-smi: no answer")}
+
+    def flaky(lab: Any, spec: str, **kw: Any) -> Any:
+        if spec in lost:
+            raise lost[spec]
+        return real(lab, spec, **kw)
+
+    monkeypatch.setattr(labcapture, "start_record", flaky)
+    db = tmp_path / "attempts.db"
+    group = cohort.load(str(inventory))
+    outcomes = cohort.start(find_lab("health-101"), group, db=str(db))
+    assert outcomes == {
+        "sim01": HostOutcome("sim01", "ok"),
+        "sim02": HostOutcome("sim02", "unreachable", "set up, but not captured for the start: connection reset"),
+        "sim03": HostOutcome("sim03", "failed", "set up, but not captured for the start: nvidia-smi: no answer"),
+    }
+    assert starts(db) == [("c1", "sim01")]

@@ -112,3 +112,31 @@ def test_start_grade_and_solve_use_the_candidates_variant(
     ticket.write_text(TICKET.replace("'{ca}'", "mlx5_0"), encoding="utf-8")
     code, out, _ = gpulab(*args, "--answer", str(ticket))
     assert json.loads(out)["percent"] == 40.0
+
+
+def test_mig_101_puts_the_candidates_gpu_in_mig_mode_and_does_not_say_which(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setenv("GPULAB_DB", str(tmp_path / "a.db"))
+    lab = loader.find_lab("mig-101")
+    assert lab.variant == {"gpu": 3}  # the walks' lab, built for nobody
+    gpu = loader.pick_variant(lab, "alice")["gpu"]
+    assert gpu != 3
+    state = tmp_path / "node.json"
+    code, out, _ = gpulab("sim", "init", "--fixture", "hgx-h100", "--state", str(state))
+    assert code == 0, out
+    code, out, _ = gpulab("lab", "start", "mig-101", "--target", f"mock:{state}", "--candidate", "alice")
+    assert code == 0, out
+    in_mig = [g.index for g in load_state(state).gpus if g.mig_mode_current or g.mig_mode_pending]
+    assert in_mig == [gpu]
+    # finding the GPU is the task: neither the start nor the instructions name it
+    assert "your variant" not in out and f"gpu = {gpu}" not in out
+    readme = gpulab("lab", "show", "mig-101", "--candidate", "alice", "--json")[1]
+    assert not any(f"GPU {i}" in json.loads(readme)["readme"] for i in lab.variants["gpu"])
+    code, out, _ = gpulab("lab", "grade", "mig-101", "--target", f"mock:{state}", "--candidate", "alice", "--json")
+    assert json.loads(out)["percent"] == 0.0
+    from assessor.sim.tools import Session, run_tool
+
+    assert run_tool(["nvidia-smi", "-i", str(gpu), "-mig", "0"], Session(path=state)).exit_code == 0  # alice's fix
+    code, out, _ = gpulab("lab", "grade", "mig-101", "--target", f"mock:{state}", "--candidate", "alice", "--json")
+    assert json.loads(out)["percent"] == 100.0

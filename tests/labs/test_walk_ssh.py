@@ -203,6 +203,52 @@ def test_start_fails_solve_passes_reset_restores_over_ssh(bed: SshBed, lab: Lab,
     assert_back_to_fixture(lab, node)
 
 
+# ---- a start over SSH records the baseline, as on the simulator ---------------------------------
+
+
+def with_held_task(lab: Lab) -> tuple[Lab, str]:
+    """``lab`` with one more task check, worth 25 points, that already holds when the lab starts (its first
+    guard made a task), and that check's id: the baseline must keep it from earning anything. Built from the
+    lab's source too, so the candidate's variant (rebuilt from the source) keeps it."""
+    import copy
+    from dataclasses import replace
+
+    first = next(i for i, c in enumerate(lab.checks) if c.is_guard)
+    source = copy.deepcopy(lab.source)
+    source["grading"]["checks"].append({**source["grading"]["checks"][first], "role": "task", "points": 25})
+    held = replace(lab.checks[first], role="task", points=25.0)
+    return replace(lab, source=source, checks=(*lab.checks, held)), held.id
+
+
+@pytest.mark.parametrize("lab_id", ["drv-101", "mig-101", "nccl-401"])
+def test_a_start_over_ssh_records_a_baseline_so_doing_nothing_scores_0(
+    bed: SshBed, lab_id: str, tmp_path: Path
+) -> None:
+    shipped = find_lab(lab_id)
+    lab, held_id = with_held_task(shipped)
+    assert lab.fixture is not None
+    node = node_of(bed, lab.fixture)
+    pristine(node)
+    target, opts, hv, db = spec(bed, node), options(bed), host_vars(node), str(tmp_path / "attempts.db")
+    held = grading.check_key(len(shipped.checks), lab.checks[-1])
+
+    _steps, begun = lifecycle.start_and_record(lab, target, opts, candidate="alice", db=db, host_vars=hv, timeout=60)
+    tasks = {grading.check_key(i, c): 0.0 for i, c in enumerate(shipped.checks) if not c.is_guard}
+    assert begun.baseline == {**tasks, held: 1.0}
+
+    idle, failure = lifecycle.grade_and_record(lab, candidate="alice", spec=target, db=db, options=opts, timeout=60)
+    assert failure is None and idle.recorded and idle.started_at is not None
+    assert idle.percent == 0.0, explain(idle)
+    extra = idle.scores[-1]
+    assert (extra.check, extra.status, extra.earned, extra.note) == (held_id, "pass", 0.0, grading.ALREADY_TRUE)
+
+    lifecycle.solve_and_record(lab, target, opts, solved_by="instructor", db=db, host_vars=hv)
+    solved, _ = lifecycle.grade_and_record(shipped, candidate="alice", spec=target, db=db, options=opts, timeout=60)
+    assert solved.percent == 100.0, explain(solved)
+    solved, _ = lifecycle.grade_and_record(lab, candidate="alice", spec=target, db=db, options=opts, timeout=60)
+    assert solved.percent == 80.0 and solved.scores[-1].note == grading.ALREADY_TRUE, explain(solved)
+
+
 # ---- the SSH settings reach Ansible ----------------------------------------------------------
 
 

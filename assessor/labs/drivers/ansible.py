@@ -2,6 +2,14 @@
 
 That module is the one that calls ``ansible_runner``: a private data directory per run, quiet, host keys
 checked as gpulab checks them, no SSH connection reused from an earlier run.
+
+What a lab's playbooks are given, as extra variables (they outrank the inventory's):
+
+- ``gpulab_lab``: the lab's id;
+- ``gpulab_variant``: the candidate's variant of the lab, one mapping of variant name -> value (the lab's
+  ``variants:``, picked per candidate by :func:`assessor.labs.loader.pick_variant`), e.g. ``{gpu: 5}``;
+  ``{}`` for a lab without variants. A playbook reads ``{{ gpulab_variant.gpu | default(3) }}``: the
+  default keeps a plain ``ansible-playbook`` run without gpulab working.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from assessor.targets import TargetOptions, TargetSpec
 from assessor.targets.ansible import failed_task, ssh_common_args, ssh_host_vars
 from assessor.targets.inventory import find_host
 
-__all__ = ["failed_task", "run_playbook", "ssh_common_args", "ssh_host_vars"]
+__all__ = ["failed_task", "lab_vars", "run_playbook", "ssh_common_args", "ssh_host_vars"]
 
 
 def run_playbook(
@@ -33,6 +41,8 @@ def run_playbook(
 
     Exit 2 (InputError) when the lab has no such playbook; StepFailed naming the failed task and its
     message when the playbook fails. ``host_vars`` are variables for the node (a test bed's ``nccl_conf``).
+    The playbook gets ``gpulab_lab`` and ``gpulab_variant`` (``lab.variant``: build the lab with the
+    candidate's variant first, :func:`assessor.labs.loader.with_variant`).
     Ansible runs in a private temporary directory, quietly, with host keys checked (``ssh_common_args``)
     and pipelining on unless ``ANSIBLE_PIPELINING`` says otherwise (sudo with ``requiretty`` needs it off).
     No password is ever put on a command line: an ssh:// target with one is refused, and an inventory's
@@ -50,7 +60,7 @@ def run_playbook(
     from assessor.targets import ansible
 
     options = options or TargetOptions()
-    extravars: dict[str, Any] = {"gpulab_lab": lab.id}
+    extravars = lab_vars(lab)
     inventory: Any
     if target.kind.name == "inventory":
         assert target.path is not None
@@ -67,6 +77,11 @@ def run_playbook(
         where = f"{action} playbook {lab.id}/{rel} failed on {host}"
         raise StepFailed(f"{where}: {failure}" if failure else f"{where} (status {run.status}, rc {run.rc})")
     return [f"{action} playbook {lab.id}/{rel} ran on {host}"]
+
+
+def lab_vars(lab: Lab) -> dict[str, Any]:
+    """The extra variables every playbook of ``lab`` gets: its id and the variant it was built with."""
+    return {"gpulab_lab": lab.id, "gpulab_variant": dict(lab.variant)}
 
 
 # ---- a cohort: one run over many hosts of an inventory ----------------------------------------
@@ -97,7 +112,9 @@ def run_playbook_on_hosts(
     ``limit`` is the user's pattern (what selected ``hosts``); without one the host names are the limit.
     Returns each host's outcome (ok, failed with the failed task and its message, unreachable with why), in
     the order of ``hosts``: one host failing never stops the others. Exit 2 (InputError) when the lab has no
-    such playbook. Ansible runs as :func:`run_playbook` runs it: a private directory, quietly, host keys checked.
+    such playbook. Ansible runs as :func:`run_playbook` runs it: a private directory, quietly, host keys checked;
+    every host gets the same ``gpulab_variant`` (``lab.variant``), so hosts of different variants need one
+    run each (:func:`assessor.labs.cohort.run_step` groups them).
     """
     rel = lab.playbooks.get(action)
     if rel is None:
@@ -117,7 +134,7 @@ def run_playbook_on_hosts(
         options,
         limit=limit or ",".join(hosts),
         forks=max(1, forks),
-        extravars={"gpulab_lab": lab.id, **(extravars or {})},
+        extravars={**lab_vars(lab), **(extravars or {})},
     )
     return host_outcomes(run.events, hosts, rc=run.rc, status=run.status)
 
