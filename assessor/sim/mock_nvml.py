@@ -1220,8 +1220,7 @@ class MockNvml:
 
 
 # In a process started with GPULAB_SIM_STATE set, the pynvml hook patches pynvml on import; when this module
-# was the importer, the hook had to wait for MockNvml to exist (pynvml_hook.install). Patch it now.
-if os.environ.get("GPULAB_SIM_STATE"):
-    from assessor.sim import pynvml_hook
-
-    pynvml_hook.install(pynvml)
+# was the importer, the hook had to wait for MockNvml to exist and left what to do now (pynvml_hook.install).
+_after_build = globals().pop("_after_build", None)
+if _after_build is not None:
+    _after_build()

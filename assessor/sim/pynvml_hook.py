@@ -116,7 +116,9 @@ def install(module: ModuleType | None = None) -> Any:
     building = sys.modules.get("assessor.sim.mock_nvml")
     if building is not None and not hasattr(building, "MockNvml"):
         # gpulab's own mock is importing pynvml (a mock: target in a shell where GPULAB_SIM_STATE is set): the
-        # mock does not exist yet, so the mock module patches pynvml itself once it is built (its last lines)
+        # mock does not exist yet; the mock module runs this once it is built (its last lines)
+        patched = module
+        building.__dict__["_after_build"] = lambda: install(patched)
         return None
     from assessor.sim.mock_nvml import MockNvml
 
