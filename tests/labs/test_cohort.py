@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shlex
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -403,26 +402,8 @@ def bed_inventory(bed: SshBed, path: Path, names: list[str], *, unreachable: str
 
 def on_node(bed: SshBed, node: Node, *command: str) -> None:
     """A candidate at the node's shell: run a (simulated) tool there over SSH."""
-    subprocess.run(
-        [
-            "ssh",
-            "-i",
-            str(bed.client_key),
-            "-p",
-            str(node.port),
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            f"UserKnownHostsFile={bed.known_hosts}",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            f"{bed.user}@127.0.0.1",
-            shlex.join(command),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    done = bed.at_shell(node, shlex.join(command))
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def nodes(bed: SshBed, *names: str) -> list[Node]:

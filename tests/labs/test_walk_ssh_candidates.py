@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -50,32 +49,6 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshBed]:
     bed.stop()
 
 
-def at_shell(bed: SshBed, node: Node, line: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """One command line typed at the node's shell, through the OpenSSH client with the host key checked."""
-    return subprocess.run(
-        [
-            "ssh",
-            "-i",
-            str(bed.client_key),
-            "-p",
-            str(node.port),
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            f"UserKnownHostsFile={bed.known_hosts}",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            f"{bed.user}@127.0.0.1",
-            line,
-        ],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def started(bed: SshBed, lab: Lab) -> tuple[Node, str, TargetOptions]:
     """The lab's node as ``gpulab sim init`` makes it (strict), then ``lab start`` on it."""
     node = next(n for n in bed.nodes if n.name == lab.fixture)
@@ -95,10 +68,10 @@ def act_over_ssh(bed: SshBed, node: Node, walk: Walk, *, must_work: bool) -> Non
             for path, text in step.items():
                 # the node's / is its configuration root in the bed
                 where = shlex.quote(str(root_for_state(node.state)) + path)
-                done = at_shell(bed, node, f"cat > {where}", stdin=text)
+                done = bed.at_shell(node, f"cat > {where}", stdin=text)
                 assert done.returncode == 0, done.stderr
             continue
-        done = at_shell(bed, node, step)
+        done = bed.at_shell(node, step)
         if must_work:
             assert done.returncode == 0, f"`{step}` failed at the shell: {done.stdout}{done.stderr}"
 

@@ -191,6 +191,31 @@ class SshBed:
         for node in self.nodes:
             self.stop_node(node)
 
+    def at_shell(self, node: Node, line: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """One command line typed at the node's shell, through the OpenSSH client with its host key checked."""
+        return subprocess.run(
+            [
+                "ssh",
+                "-i",
+                str(self.client_key),
+                "-p",
+                str(node.port),
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                f"UserKnownHostsFile={self.known_hosts}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                f"{self.user}@127.0.0.1",
+                line,
+            ],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
     def inventory(self, path: Path, nodes: list[Node] | None = None, extra: str = "") -> Path:
         """A YAML Ansible inventory of the bed's nodes (group ``gpu``), plus ``extra`` host lines."""
         lines = [
