@@ -138,37 +138,47 @@ def grade_diagnosis(answer: dict[str, Any], params: dict[str, Any]) -> Result:
     rows = {component_key(r["component"]): r for r in answer[SECTION]["findings"]}
     want = {component_key(e["component"]): e for e in expected}
     need = int(params.get("min_right") or 0) or len(want)
+    # Feedback names the candidate's own rows and the field that is wrong in each; it never names a faulty
+    # component the ticket left out (that would be the answer), only how many there are.
     fails: list[str] = []
     right = 0
     for key, item in want.items():
         row = rows.get(key)
         if row is None:
-            fails.append(f"{item['component']} is faulty and not named")
             continue
         if _word(row["finding"]) != _word(item["finding"]):
-            # say which field is wrong, not the right value
             fails.append(f"{row['component']}: the finding does not match what the node shows")
         elif _word(row["action"]) not in {_word(a) for a in item.get("actions") or ()}:
             fails.append(f"{row['component']}: {_word(row['action'])} does not fix a {_word(row['finding'])} fault")
         else:
             right += 1
+    missing = sum(1 for key in want if key not in rows)
+    if missing:
+        fails.append(f"{_count(missing, 'faulty component')} not in the ticket")
     extra = [rows[k]["component"] for k in rows if k not in want]
     fails += [f"{name} is healthy: no ticket for it" for name in extra]
     observed = {rows[k]["component"]: f"{_word(r['finding'])} -> {_word(r['action'])}" for k, r in rows.items()}
+    wrong = len(want) - right + len(extra)
     total = len(want) + len(extra)
     if fails and (extra or right < need):
         return Result(
             "design.diagnosis",
             "fail",
-            f"{len(fails)} of {total} findings wrong: " + "; ".join(fails[:6]),
+            f"{wrong} of {_count(total, 'finding')} wrong: " + "; ".join(fails[:6]),
             observed=observed,
-            expected=f"{len(want)} faulty components, each with its finding and an action that fixes it",
+            expected=f"{_count(len(want), 'faulty component')}, each with its finding and an action that fixes it",
             hint="findings: " + "; ".join(f"{k}: {v}" for k, v in FINDINGS.items()),
         )
     return Result(
         "design.diagnosis",
         "pass",
-        f"{right} of {len(want)} faulty components diagnosed" + (f" ({need} needed)" if right < len(want) else ""),
+        f"{right} of {_count(len(want), 'faulty component')} diagnosed"
+        + (f" ({need} needed)" if right < len(want) else ""),
         observed=observed,
-        expected=f"{len(want)} faulty components",
+        expected=_count(len(want), "faulty component"),
     )
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 finding``, ``2 findings``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

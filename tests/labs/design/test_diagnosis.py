@@ -118,3 +118,17 @@ def test_one_of_two_findings_right_passes_only_when_the_lab_relaxes_min_right() 
 @pytest.mark.parametrize("name", ["the fabric", "fabric", "Subnet Manager", "SM", "the IB fabric", "UFM", "opensm"])
 def test_the_fabric_in_any_usual_wording(name: str) -> None:
     assert component_key(name) == "fabric"
+
+
+def test_feedback_never_names_a_faulty_component_the_ticket_left_out() -> None:
+    params = params_of(LABS["ib-402"])  # mlx5_2 and mlx5_6 are faulty
+    rows = [{"component": "mlx5_0", "finding": "no-link", "action": "reseat-cable", "why": "a guess"}]
+    result = grade({"diagnosis": {"findings": rows}}, params)
+    assert result.status == "fail"
+    assert "mlx5_2" not in str(result.to_json()) and "mlx5_6" not in str(result.to_json())
+    assert result.message == (
+        "3 of 3 findings wrong: 2 faulty components not in the ticket; mlx5_0 is healthy: no ticket for it"
+    )
+    right = [{"component": "mlx5_2", "finding": "no-link", "action": "reseat-cable", "why": "Polling"}]
+    one = grade({"diagnosis": {"findings": right}}, params_of(LABS["ib-201"]))
+    assert one.message == "1 of 1 faulty component diagnosed" and one.expected == "1 faulty component"
