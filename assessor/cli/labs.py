@@ -666,8 +666,9 @@ def _show_reference_answer(x: Any, out: str | None, db: str | None) -> None:
         from pathlib import Path
 
         Path(out).write_text(text, encoding="utf-8")
-        target = "" if x.is_design else " --target NODE"
-        grade = f"gpulab lab grade {x.id}{target} --answer {out}"
+        from assessor.labs.cohort import command
+
+        grade = command("lab", "grade", x.id, target=None if x.is_design else "NODE", answer=out)
         click.echo(f"reference {what} of {x.id} written to {out}; grade it: {grade}")
     else:
         click.echo(text, nl=False)
