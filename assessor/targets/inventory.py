@@ -30,10 +30,6 @@ def load(path: str, limit: str | None = None) -> list[InventoryHost]:
     source = Path(path)
     if not source.exists():
         raise InputError(f"{path}: inventory file does not exist")
-    # Fail loudly on a source no plugin understands, instead of Ansible's warning and zero hosts.
-    os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
-    os.environ.setdefault("ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED", "true")
-    os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "false")
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -42,7 +38,7 @@ def load(path: str, limit: str | None = None) -> list[InventoryHost]:
     loader = DataLoader()
     warnings: list[str] = []
     try:
-        with _collected_warnings(warnings):
+        with _collected_warnings(warnings), _unparsed_is_failed():
             inventory = InventoryManager(loader=loader, sources=[str(source)])
     except AnsibleError as exc:
         raise InputError(_one_line(warnings, str(exc), path)) from None
@@ -58,6 +54,24 @@ def load(path: str, limit: str | None = None) -> list[InventoryHost]:
         hv = variables.get_vars(host=host, include_hostvars=False)
         out.append(_host(host.name, hv, path))
     return out
+
+
+@contextlib.contextmanager
+def _unparsed_is_failed() -> Iterator[None]:
+    """Fail loudly on a source no plugin understands, instead of Ansible's warning and zero hosts: set for
+    this parse only, so nothing else in the process (a playbook run, a linter) sees Ansible's settings
+    changed."""
+    from ansible import constants
+
+    names = ("INVENTORY_UNPARSED_IS_FAILED", "INVENTORY_ANY_UNPARSED_IS_FAILED")
+    saved = {name: getattr(constants, name) for name in names}
+    for name in names:
+        setattr(constants, name, True)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(constants, name, value)
 
 
 def _host(name: str, hv: dict[str, Any], path: str) -> InventoryHost:

@@ -25,10 +25,7 @@ def tool(name: str) -> str:
 
 
 def env() -> dict[str, str]:
-    # Reading an inventory in this process (assessor.targets.inventory) makes an unparsed inventory fatal
-    # through ANSIBLE_INVENTORY_* variables; the linters' syntax checks run with no inventory at all.
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_INVENTORY")}
-    return {**clean, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1"}
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1"}
 
 
 def test_the_node_playbooks_exist() -> None:
