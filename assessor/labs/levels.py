@@ -190,6 +190,16 @@ class DomainLevel:
     def name(self) -> str:
         return LEVEL_NAMES[self.level]
 
+    @property
+    def top(self) -> int:
+        """The highest level with labs in this domain (0: none)."""
+        return max((t.level for t in self.tallies), default=0)
+
+    def counts_at(self, level: int) -> bool:
+        """Whether this domain counts toward an overall ``level``: it is at that level or above, or its labs
+        stop below that level and it is at the highest of them (nothing more can be shown in it)."""
+        return self.level >= level or (0 < self.top < level and self.level == self.top)
+
 
 @dataclass(frozen=True)
 class Levels:
@@ -271,7 +281,9 @@ def compute(rules: Rules, labs: Sequence[LabLike], passed: set[str]) -> Levels:
     weights = domain_weights(rules, present)
     overall = 0
     for level in range(5, 0, -1):
-        if sum((weights[d] for d in present if domains[d].level >= level), Fraction(0)) >= rules.weight_share:
+        shown = any(domains[d].level >= level for d in present)  # some domain shows the level itself
+        share = sum((weights[d] for d in present if domains[d].counts_at(level)), Fraction(0))
+        if shown and share >= rules.weight_share:
             overall = level
             break
     return Levels(domains, overall, weights, _overall_words(rules, domains, weights, overall), rule_words(rules))
@@ -286,38 +298,43 @@ def _overall_words(rules: Rules, domains: dict[str, DomainLevel], weights: dict[
         return f"Overall level 0 ({LEVEL_NAMES[0]}): no labs"
     need = _pct(rules.weight_share)
     if overall:
-        at = [d for d in weights if domains[d].level >= overall]
+        at = [d for d in weights if domains[d].counts_at(overall)]
         share = sum((weights[d] for d in at), Fraction(0))
         text = (
-            f"Overall level {overall} ({LEVEL_NAMES[overall]}): domains at level {overall} or above "
-            f"({', '.join(f'{d} {_pct(weights[d])}' for d in at)}) carry {_pct(share)} of the blueprint weight"
-            f" ({need} needed)"
+            f"Overall level {overall} ({LEVEL_NAMES[overall]}): domains at level {overall} or above, or at the "
+            f"top of their labs ({', '.join(f'{d} {_pct(weights[d])}' for d in at)}) carry {_pct(share)} of the "
+            f"blueprint weight ({need} needed)"
         )
     else:
         text = f"Overall level 0 ({LEVEL_NAMES[0]}): domains carrying {need} of the blueprint weight must reach level 1"
     if overall < 5:
-        target = overall + 1
-        have = sum((weights[d] for d in weights if domains[d].level >= target), Fraction(0))
-        # only domains that have labs at the target level (or above) can get there
-        short = sorted(
-            (d for d in weights if domains[d].level < target and any(t.level >= target for t in domains[d].tallies)),
-            key=lambda d: (-weights[d], d),
-        )
-        picks, acc = [], have
-        for d in short:
-            if acc >= rules.weight_share:
-                break
-            picks.append(d)
-            acc += weights[d]
-        if acc >= rules.weight_share and picks:
-            text += (
-                f"; to reach level {target} ({LEVEL_NAMES[target]}), bring "
-                + ", ".join(f"{d} ({_pct(weights[d])})" for d in picks)
-                + f" to level {target}"
-            )
-        else:
-            text += f"; no set of labs in this catalogue reaches overall level {target} yet"
+        text += _next_overall(rules, domains, weights, overall + 1)
     return text
+
+
+def _next_overall(rules: Rules, domains: dict[str, DomainLevel], weights: dict[str, Fraction], target: int) -> str:
+    """What reaches overall level ``target``: the heaviest domains brought to it (or to the top of their labs,
+    for a domain whose labs stop below it), with at least one of them shown at the level itself."""
+    # the level each domain must reach: the first with labs at or above the target, else the top of its labs
+    goal = {d: min((t.level for t in domains[d].tallies if t.level >= target), default=domains[d].top) for d in weights}
+    have = sum((weights[d] for d in weights if domains[d].counts_at(target)), Fraction(0))
+    short = sorted(
+        (d for d in weights if not domains[d].counts_at(target) and goal[d] > domains[d].level),
+        key=lambda d: (goal[d] < target, -weights[d], d),  # a domain that can show the level itself first
+    )
+    shown = any(domains[d].level >= target for d in weights)
+    picks, acc = [], have
+    for d in short:
+        if acc >= rules.weight_share and shown:
+            break
+        picks.append(d)
+        acc += weights[d]
+        shown = shown or goal[d] >= target
+    if acc >= rules.weight_share and shown and picks:
+        return f"; to reach level {target} ({LEVEL_NAMES[target]}), bring " + ", ".join(
+            f"{d} ({_pct(weights[d])}) to level {goal[d]}" for d in picks
+        )
+    return f"; no set of labs in this catalogue reaches overall level {target} yet"
 
 
 def rule_words(rules: Rules) -> str:
@@ -328,5 +345,6 @@ def rule_words(rules: Rules) -> str:
         f"(unattempted labs are simply not passed; the best attempt counts). The overall level is the highest L "
         f"such that domains carrying at least {_pct(rules.weight_share)} of the blueprint weight "
         f"({', '.join(rules.overall_exams)}, blueprints v{rules.blueprints.version} as of {rules.blueprints.as_of})"
-        f" are at level L or above."
+        f" are at level L or above, or at the top of their labs where those stop below L, and at least one "
+        f"domain is at level L itself."
     )

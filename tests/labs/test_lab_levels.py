@@ -92,7 +92,8 @@ def test_overall_needs_two_thirds_of_the_weight_at_a_level(rules):
     out = levels.compute(r, MIX, {"drv-101", "drv-301", "mig-101"})
     assert out.domains["drivers"].level == 3 and out.domains["mig"].level == 1
     assert out.overall == 1
-    assert "to reach level 2 (Operational), bring mig (40 %) to level 2" in out.explanation
+    # mig has no level-2 labs: its next level is 3
+    assert "to reach level 2 (Operational), bring mig (40 %) to level 3" in out.explanation
     # with a 1/2 share the 60 % at level 3 is enough
     assert (
         levels.compute(_two_domain_rules(rules, "1/2", r.trains), MIX, {"drv-101", "drv-301", "mig-101"}).overall == 3
@@ -132,3 +133,42 @@ def test_a_blueprint_that_does_not_add_up_names_file_line_and_key(tmp_path: Path
 def test_rule_words_state_the_parameters(rules):
     words = levels.rule_words(rules)
     assert "ceil(2/3 x labs at that level)" in words and "67 %" in words
+
+
+TOPS = [
+    L("drv-101", "drivers", 1),
+    L("drv-301", "drivers", 3),  # drivers' labs stop at level 3
+    L("mig-101", "mig", 1),
+    L("mig-501", "mig", 5),
+]
+
+
+def test_a_domain_whose_labs_stop_below_a_level_counts_toward_it_once_mastered(rules):
+    r = _two_domain_rules(rules, "2/3", {"drivers": ("X: A",), "mig": ("X: B",)})  # drivers 60 %, mig 40 %
+    everything = {lab.id for lab in TOPS}
+    out = levels.compute(r, TOPS, everything)
+    assert out.overall == 5  # mig shows level 5; drivers is at the top of its labs
+    assert out.explanation.startswith(
+        "Overall level 5 (Architect): domains at level 5 or above, or at the top of their labs "
+        "(drivers 60 %, mig 40 %) carry 100 % of the blueprint weight"
+    )
+    # drivers not mastered: its 60 % does not count above its own level
+    assert levels.compute(r, TOPS, everything - {"drv-301"}).overall == 1
+    # drivers mastered (60 %) is not two thirds: mig must count too, and its next labs are at level 5
+    out = levels.compute(r, TOPS, {"drv-101", "drv-301", "mig-101"})
+    assert out.overall == 1
+    assert out.explanation.endswith("; to reach level 2 (Operational), bring mig (40 %) to level 5")
+    # with a 1/2 share drivers alone carries level 3, the level it shows itself, but not 4 or 5
+    assert levels.compute(_two_domain_rules(rules, "1/2", r.trains), TOPS, {"drv-101", "drv-301"}).overall == 3
+
+
+def test_passing_every_shipped_lab_is_overall_architect_and_design_is_what_level_5_needs(rules):
+    from assessor.labs.loader import default_root, load_catalogue
+
+    catalogue = load_catalogue(default_root()).labs
+    every = {lab.id for lab in catalogue}
+    assert levels.compute(rules, catalogue, every).overall == 5
+    without_design_5 = every - {lab.id for lab in catalogue if lab.level == 5}
+    out = levels.compute(rules, catalogue, without_design_5)
+    assert out.overall == 4
+    assert out.explanation.endswith("; to reach level 5 (Architect), bring design (8 %) to level 5")
