@@ -301,15 +301,16 @@ def start(
     """
     from assessor.labs import attempts
     from assessor.labs import capture as labcapture
-    from assessor.labs.loader import pick_variant, with_variant
+    from assessor.labs.loader import with_variant
     from assessor.targets.ssh_connection import HostError
 
     outcomes = dict(run_step(lab, "start", cohort, options, forks=forks, extravars=extravars))
+    variants = host_variants(lab, cohort)  # what run_step set each host up with
     ready = [h for h in cohort.hosts if outcomes[h.name].status == "ok"]
     not_captured = "set up, but not captured for the start"
 
     def capture(host: CohortHost) -> tuple[CohortHost, Any, HostOutcome | None]:
-        mine = with_variant(lab, pick_variant(lab, host.candidate))  # the baseline of the lab as it was set up
+        mine = with_variant(lab, variants[host.name])  # the baseline of the lab as it was set up
         try:
             record = labcapture.start_record(
                 mine, host.name, timeout=timeout, options=options, inventory=cohort.inventory

@@ -280,6 +280,9 @@ def score(
     )
 
 
+NO_TICKET = "no ticket handed in: write it (the lab's README shows the format) and grade with --answer FILE"
+
+
 def facts_evaluator(facts: NodeFacts, answer: Located | dict[str, Any] | None = None) -> Evaluate:
     """Evaluate catalogue checks against captured facts, and a node lab's ``design.*`` checks (its ticket
     for a physical fault) against the candidate's ``answer``: with none handed in, they are ``error``."""
@@ -295,9 +298,6 @@ def facts_evaluator(facts: NodeFacts, answer: Located | dict[str, Any] | None = 
         return checks.run_check(checks.get(check_id), facts, params)
 
     return evaluate
-
-
-NO_TICKET = "no ticket handed in: write it (the lab's README shows the format) and grade with --answer FILE"
 
 
 def answer_evaluator(answer: Located | dict[str, Any]) -> Evaluate:
