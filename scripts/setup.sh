@@ -28,6 +28,17 @@ if ! command -v vagrant >/dev/null; then
   apt_install --no-install-recommends vagrant \
     || echo "setup: vagrant is missing: install Debian's vagrant package (the Vagrantfile test needs it)" >&2
 fi
+# A simulated node (gpulab sim shell) runs in namespaces made by util-linux (unshare, nsenter); inside it,
+# the host's /usr gives the ordinary tools a candidate types (ps, pgrep, fuser, lsof) and the python3 its
+# tool client runs on.
+missing=()
+for tool in unshare:util-linux nsenter:util-linux ps:procps fuser:psmisc lsof:lsof; do
+  command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+[ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ] || missing+=(python3)
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt_install "${missing[@]}" || echo "setup: install ${missing[*]} (gpulab sim shell needs them)" >&2
+fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

@@ -352,6 +352,14 @@ def lab_start(
                 f"{x.id} grades what you do on the node and your ticket for the data centre: write it as "
                 f"{x.path / (x.answer_example or '')} shows (`gpulab lab show {x.id}` explains)"
             )
+    if target and not x.is_design:
+        from assessor.labs.capture import target_key
+
+        key = target_key(target, inventory)
+        if key.startswith("mock:/"):
+            from assessor.sim.machine.enter import describe
+
+            click.echo(f"enter the node with `{describe(key.removeprefix('mock:'))}` (or `gpulab sim shell` alone)")
     click.echo(
         f"{x.id} started for {who}: {x.time_limit_min} min from the start; read it with `gpulab lab show {x.id}`, "
         f"grade it with `{grade}`"

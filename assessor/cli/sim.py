@@ -27,6 +27,55 @@ def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> No
         click.echo(line)
 
 
+@sim.command("shell", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--candidate", default=None, help="Whose open lab to enter when STATE is left out (default: you).")
+@click.option("--db", default=None, type=click.Path(dir_okay=False), help="Attempts database (default: ~/.gpulab).")
+@click.argument("words", metavar="[STATE] [-- COMMAND...]", nargs=-1, type=click.UNPROCESSED)
+def sim_shell(words: tuple[str, ...], candidate: str | None, db: str | None) -> None:
+    """Enter the simulated node in STATE as a real Linux machine, or run one command in it.
+
+    The node has its own host name, processes, files and devices (user, mount, PID, UTS, IPC and network
+    namespaces through unshare): nvidia-smi, ibstat, systemctl ... sit at their real paths, its GPU daemons
+    and jobs are real processes, and nothing typed inside reaches the host. Without STATE (a first word that
+    is no state file): the node of your open lab. `gpulab sim shell STATE -- COMMAND ARGS...` runs one command
+    and exits with its status.
+    """
+    from pathlib import Path
+
+    from assessor.sim.machine.enter import enter
+
+    args = [w for w in words]
+    if args and args[0] == "--":
+        args = args[1:]
+        state_path = None
+    elif args and (Path(args[0]).is_file() or args[0].endswith(".json")):
+        state_path = args.pop(0)
+        if args and args[0] == "--":
+            args = args[1:]
+    else:
+        state_path = None
+    if state_path is None:
+        from assessor.labs.attempts import default_candidate, open_starts, opened
+
+        with opened(db) as conn:
+            starts = [s for s in open_starts(conn, candidate or default_candidate()) if s.target.startswith("mock:")]
+        if not starts:
+            from assessor.errors import InputError
+
+            raise InputError("no open lab on a simulated node: name the node (gpulab sim shell STATE)")
+        state_path = max(starts, key=lambda s: s.recorded_at).target.removeprefix("mock:")
+    enter(state_path, args)
+
+
+@sim.command("stop")
+@click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
+def sim_stop(state_path: str) -> None:
+    """Shut the running simulated node in STATE down (its processes end; its files and state stay)."""
+    from assessor.sim.machine.enter import stop
+
+    click.echo(f"{state_path}: {'stopped' if stop(state_path) else 'was not running'}")
+
+
 @sim.command("shims")
 @click.argument("directory", type=click.Path(file_okay=False))
 def sim_shims(directory: str) -> None:

@@ -719,14 +719,32 @@ def get(name: str) -> Fault:
     return fault
 
 
+def _sync_launcher_env(path: str | os.PathLike[str], before: dict[str, str], state: NodeState) -> None:
+    """A fault that changed what the node's jobs are launched with shows in the node's own file for it."""
+    from assessor.sim.config_root import launcher_env, root_for_state, write_nccl_profile
+
+    root = root_for_state(path)
+    if state.nccl_env == before or not root.is_dir():
+        return
+    current = launcher_env(state, root)
+    for name in set(before) | set(state.nccl_env):
+        if name in state.nccl_env:
+            current[name] = state.nccl_env[name]
+        else:
+            current.pop(name, None)
+    write_nccl_profile(root, current)
+
+
 def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
     """Apply fault ``name`` to the state file at ``path`` (locked read-modify-write); a one-line report."""
     from assessor.sim.state import updating
 
     fault = get(name)
     with updating(path) as state:
+        before = dict(state.nccl_env)
         fault.apply(state, **options)
         host = state.host
+        _sync_launcher_env(path, before, state)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
     effect = f"{fault.check} should now fail" if fault.check else fault.description
     return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {effect}"
@@ -738,6 +756,8 @@ def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
 
     fault = get(name)
     with updating(path) as state:
+        before = dict(state.nccl_env)
         fault.revert(state, **options)
         host = state.host
+        _sync_launcher_env(path, before, state)
     return f"{name} reverted on {host} ({path})"

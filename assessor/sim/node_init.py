@@ -35,6 +35,5 @@ def init_node(
     return [
         f"simulated {fixture} node {state.host} written to {path}",
         f"its configuration files (/etc/nccl.conf, /etc/modprobe.d, ...) are under {root}",
-        f"next: gpulab sim shims ~/.gpulab/bin && export PATH=~/.gpulab/bin:$PATH "
-        f"GPULAB_SIM_STATE={shlex.quote(str(path))}",
+        f"enter it: gpulab sim shell {shlex.quote(str(path))}",
     ]

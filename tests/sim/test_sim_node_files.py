@@ -31,13 +31,13 @@ def shim_env(tmp_path: Path) -> dict[str, str]:
 # ---- sim init --------------------------------------------------------------------------------
 
 
-def test_init_writes_an_in_use_node_its_config_root_and_an_absolute_export(
+def test_init_writes_an_in_use_node_its_config_root_and_the_absolute_enter_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     lines = init_node("dgx-a100", "node.json", host="dgx-7")
     path = tmp_path / "node.json"
-    assert lines[-1].endswith(f"GPULAB_SIM_STATE={path}")
+    assert lines[-1] == f"enter it: gpulab sim shell {path}"
     assert load_state(path).daemons_hold_gpus is True
     root = tmp_path / "node.json.d"
     assert str(root) in lines[1]

@@ -7,7 +7,8 @@ not a step on the node); ``reset`` writes the fixture back. The node is a strict
 one, as ``gpulab sim init`` makes: its GPU daemons and ``nvidia_drm`` hold the GPUs, so a reset or an A100 MIG
 change needs the drain a real admin does. Configuration files (``/etc/nccl.conf``) live in the node's
 configuration root (:mod:`assessor.sim.config_root`); a lab's ``files:`` steps write them there, and
-``reset`` puts the shipped ones back. The legacy pseudo-command ``gpulab-env NAME=VALUE`` /
+``reset`` puts the shipped ones back. A node running for ``gpulab sim shell`` is shut down first, as
+re-imaging a machine would. The legacy pseudo-command ``gpulab-env NAME=VALUE`` /
 ``gpulab-env -u NAME`` (edits ``state.nccl_env``) is still understood but no lab uses it.
 """
 
@@ -44,12 +45,16 @@ def env_edit(argv: list[str], path: Path) -> str:
     problem = env_command_problem(argv)
     if problem:
         raise StepFailed(problem)
+    from assessor.sim.config_root import root_for_state, write_nccl_profile
+
     with updating(path) as state:
         if argv[1] == "-u":
             state.nccl_env.pop(argv[2], None)
         else:
             name, _, value = argv[1].partition("=")
             state.nccl_env[name] = value
+        if root_for_state(path).is_dir():
+            write_nccl_profile(root_for_state(path), state.nccl_env)
     return f"$ {shlex.join(argv)}"
 
 
@@ -84,8 +89,10 @@ def write_files(files: dict[str, str], path: Path) -> list[str]:
 def reset_file(lab: Lab, path: Path) -> list[str]:
     """Write the lab's fixture back to ``path`` (the host name stays) and its shipped configuration files."""
     from assessor.sim.config_root import populate, root_for_state
+    from assessor.sim.machine.enter import stop
     from assessor.sim.state import locked, save_state
 
+    stop(path)  # a running node is re-imaged: its shells end, the next `gpulab sim shell` boots it afresh
     with locked(path):
         state = fixture_state(lab, path)
         save_state(state, path)

@@ -118,6 +118,10 @@ def run_tool(argv: list[str], session: Session) -> ToolResult:
             return ToolResult(0, "".join(f"{k}={v}\n" for k, v in {**session.env, **extra}.items()))
         inner = Session(session.state, session.path, {**session.env, **extra}, session.euid)
         return run_tool(rest, inner)
+    if os.path.basename(argv[0]) == "systemctl":
+        verbs = [a for a in argv[1:] if not a.startswith("-")]
+        if verbs and verbs[0] in ("reboot", "poweroff", "halt"):  # systemd's power verbs are reboot/shutdown's
+            argv = ["reboot"] if verbs[0] == "reboot" else ["shutdown", "-h", "now"]
     func = tool(argv[0])
     if func is None:
         return ToolResult(127, "", f"bash: {argv[0]}: command not found\n")

@@ -79,7 +79,7 @@ def kill(args: list[str], session: Session) -> ToolResult:
             elif session.euid != 0:
                 errors.append(f"kill: ({pid}): Operation not permitted\n")
             elif sig != 0:
-                _deliver(state, pid, sig)
+                deliver(state, pid, sig)
     return ToolResult(1 if errors else 0, "", "".join(errors))
 
 
@@ -97,7 +97,8 @@ def _exists(state: NodeState, pid: int) -> bool:
     return any(p.pid == pid for g in state.gpus for p in g.processes) or pid in _unit_pids(state)
 
 
-def _deliver(state: NodeState, pid: int, sig: int) -> None:
+def deliver(state: NodeState, pid: int, sig: int) -> None:
+    """What signal ``sig`` does to the node's process ``pid``: a job leaves its GPU, a unit goes down."""
     from assessor.sim.tools.system import stop_unit
 
     fatal = sig not in (int(signal.SIGHUP), int(signal.SIGUSR1), int(signal.SIGUSR2), int(signal.SIGCONT))
