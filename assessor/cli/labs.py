@@ -357,9 +357,9 @@ def lab_start(
 
         key = target_key(target, inventory)
         if key.startswith("mock:/"):
-            from assessor.sim.machine.enter import describe
-
-            click.echo(f"enter the node with `{describe(key.removeprefix('mock:'))}` (or `gpulab sim shell` alone)")
+            alone = command("sim", "shell", candidate=candidate, db=db)
+            by_path = command("sim", "shell", key.removeprefix("mock:"))
+            click.echo(f"enter the node with `{alone}` (your open lab's node) or `{by_path}`")
     click.echo(
         f"{x.id} started for {who}: {x.time_limit_min} min from the start; read it with `gpulab lab show {x.id}`, "
         f"grade it with `{grade}`"

@@ -29,7 +29,12 @@ def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> No
 
 @sim.command("shell", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--candidate", default=None, help="Whose open lab to enter when STATE is left out (default: you).")
-@click.option("--db", default=None, type=click.Path(dir_okay=False), help="Attempts database (default: ~/.gpulab).")
+@click.option(
+    "--db",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Attempts database (default: $GPULAB_DB, else ~/.local/share/gpulab/attempts.db).",
+)
 @click.argument("words", metavar="[STATE] [-- COMMAND...]", nargs=-1, type=click.UNPROCESSED)
 def sim_shell(words: tuple[str, ...], candidate: str | None, db: str | None) -> None:
     """Enter the simulated node in STATE as a real Linux machine, or run one command in it.
@@ -65,6 +70,37 @@ def sim_shell(words: tuple[str, ...], candidate: str | None, db: str | None) -> 
             raise InputError("no open lab on a simulated node: name the node (gpulab sim shell STATE)")
         state_path = max(starts, key=lambda s: s.recorded_at).target.removeprefix("mock:")
     enter(state_path, args)
+
+
+@sim.command("login")
+@click.argument("state_path", metavar="STATE", type=click.Path(dir_okay=False))
+@click.option("--admin", is_flag=True, help="This key may also run `gpulab-node VERB` on the host (instructors).")
+def sim_login(state_path: str, admin: bool) -> None:
+    """What an SSH login to the simulated node in STATE runs (sshd's forced command; docs/NODE.md).
+
+    The session lands inside the node as `gpulab sim shell` does: a login shell, the client's command
+    ($SSH_ORIGINAL_COMMAND, run by the node's bash) or SFTP. With --admin, a `gpulab-node probe|flags|start|
+    solve|reset LAB` line runs on the host instead, where the node's state is.
+    """
+    import os
+    import sys
+
+    from assessor.sim.machine.enter import enter
+    from assessor.sim.machine.login import admin_words, session_command
+
+    original = os.environ.get("SSH_ORIGINAL_COMMAND", "")
+    words = admin_words(original)
+    if words is not None:
+        if not admin:
+            click.echo("gpulab-node: command not found", err=True)
+            sys.exit(127)
+        from assessor.labs.node_admin import admin as run_admin
+
+        status, lines = run_admin(state_path, words)
+        for line in lines:
+            click.echo(line)
+        sys.exit(status)
+    enter(state_path, session_command(original))
 
 
 @sim.command("stop")

@@ -114,13 +114,18 @@ SOLUTION_APPLIED = "reference solution applied on this node"
 SIM_COMMAND = "simulator command used on this node instead of the node's tools"
 
 
-def node_flags(spec: str | None, inventory: str | None = None) -> list[str]:
+def node_flags(spec: str | None, inventory: str | None = None, options: TargetOptions | None = None) -> list[str]:
     """Tamper evidence a simulated node carries: a state file edited by hand (its stamp does not match),
-    a reference solution applied to it (``lab solve`` marks the state)."""
+    a reference solution applied to it (``lab solve`` marks the state). A node over SSH is asked through its
+    admin login (:mod:`assessor.labs.drivers.sim_ssh`): a simulated one answers, a real one has none."""
     path = _state_file(spec, inventory)
+    if path is None and spec and (spec.startswith("ssh://") or inventory is not None):
+        from assessor.labs.drivers.sim_ssh import remote_flags
+
+        return remote_flags(spec, options, inventory)
     if path is None or not path.exists():
         return []
-    from assessor.sim.state import load_state, stamp_status
+    from assessor.sim.state import EDITED_MARK, load_state, stamp_status
 
     out = []
     status = stamp_status(path)
@@ -133,7 +138,9 @@ def node_flags(spec: str | None, inventory: str | None = None) -> list[str]:
     except InputError:
         marks = []
     for mark in marks:
-        if mark.startswith("solved "):
+        if mark == EDITED_MARK and status == "ok":
+            out.append(f"{HAND_EDITED}: {path.name} was changed outside the simulator, then a simulated tool saved it")
+        elif mark.startswith("solved "):
             out.append(f"{SOLUTION_APPLIED} (`lab solve {mark.removeprefix('solved ')}`)")
         elif mark.startswith("sim "):  # `gpulab sim repair|fault` changes the node from outside its tools
             out.append(f"{SIM_COMMAND} (`gpulab {mark}`)")

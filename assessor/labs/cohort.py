@@ -197,11 +197,8 @@ def check_lab(lab: Lab, cohort: Cohort, action: str) -> None:
             f"{lab.id} is a design lab: it has no node to {action}; each candidate grades an answer file "
             f"(`gpulab lab grade {lab.id} --answer FILE`)"
         )
-    if "real" not in lab.runs_on and any(h.by_ansible for h in cohort.hosts):
-        raise InputError(
-            f"lab {lab.id} runs on the simulator only (it injects what real hardware can't safely): "
-            f"the hosts of {cohort.inventory} are real nodes"
-        )
+    if "real" not in lab.runs_on and "simulator" not in lab.runs_on:
+        raise InputError(f"lab {lab.id} runs on no kind of node ({', '.join(lab.runs_on)})")
 
 
 # ---- running ---------------------------------------------------------------------------------
@@ -229,8 +226,24 @@ def run_step(
 
     check_lab(lab, cohort, action)
     variants = host_variants(lab, cohort)
-    by_ansible = [h.name for h in cohort.hosts if h.by_ansible]
-    others = [h for h in cohort.hosts if not h.by_ansible]
+    by_playbook = {h.name for h in cohort.hosts if h.by_ansible}
+    if by_playbook and "simulator" in lab.runs_on:
+        # simulated nodes served over SSH take the simulator's step through their admin login, as one node
+        # does (assessor.labs.drivers.sim_ssh); a lab only the simulator sets up has no other way onto them
+        from assessor.labs.drivers import sim_ssh
+
+        if lab.playbooks.get(lifecycle.PLAYBOOKS[action]) is None:
+            by_playbook = set()
+        else:
+            probed = _pooled(
+                lambda h: (h.name, sim_ssh.is_simulated(h.name, options, cohort.inventory)),
+                [h for h in cohort.hosts if h.by_ansible],
+                forks,
+                lambda h, _exc: (h.name, False),
+            )
+            by_playbook -= {name for name, simulated in probed if simulated}
+    by_ansible = [h.name for h in cohort.hosts if h.name in by_playbook]
+    others = [h for h in cohort.hosts if h.name not in by_playbook]
     outcomes: dict[str, HostOutcome] = {}
     if by_ansible:
         from assessor.labs.drivers.ansible import run_playbook_on_hosts
@@ -255,7 +268,10 @@ def run_step(
 
     def one(host: CohortHost) -> HostOutcome:
         try:
-            step(with_variant(lab, variants[host.name]), host.target, options)
+            if host.by_ansible:
+                step(with_variant(lab, variants[host.name]), host.name, options, inventory=cohort.inventory)
+            else:
+                step(with_variant(lab, variants[host.name]), host.target, options)
         except GpulabError as exc:
             return HostOutcome(host.name, "failed", str(exc))
         return HostOutcome(host.name, "ok")
@@ -385,7 +401,7 @@ def grade(
             if facts is None:
                 out.append(HostGrade(host, status, None, message))
                 continue
-            result = _record_grade(conn, lab, host, facts, cohort, tickets.get(host.name))
+            result = _record_grade(conn, lab, host, facts, cohort, tickets.get(host.name), options)
             out.append(HostGrade(host, "graded", result))
     return out
 
@@ -416,14 +432,27 @@ def _record_start(
 
 
 def _record_grade(
-    conn: sqlite3.Connection, lab: Lab, host: CohortHost, facts: Any, cohort: Cohort, ticket: Any = None
+    conn: sqlite3.Connection,
+    lab: Lab,
+    host: CohortHost,
+    facts: Any,
+    cohort: Cohort,
+    ticket: Any = None,
+    options: TargetOptions | None = None,
 ) -> Grade:
     """Grade the host for its candidate (and their ``ticket``) against their start on that node, recorded
     when it belongs to it (the single place a cohort writes a grade)."""
     from assessor.labs import lifecycle
 
     result, _failure = lifecycle.grade_captured(
-        lab, facts, candidate=host.candidate, spec=host.name, inventory=cohort.inventory, conn=conn, answer=ticket
+        lab,
+        facts,
+        candidate=host.candidate,
+        spec=host.name,
+        inventory=cohort.inventory,
+        conn=conn,
+        answer=ticket,
+        options=options,
     )
     grade: Grade = result
     return grade

@@ -37,11 +37,8 @@ def _refuse(lab: Lab, action: str, target: TargetSpec) -> GpulabError:
 def _check_runs_on(lab: Lab, target: TargetSpec) -> None:
     if "simulator" not in lab.runs_on and target.kind.name in ("mock", "mock-file"):
         raise InputError(f"lab {lab.id} runs on real nodes only (runs_on: {', '.join(lab.runs_on)})")
-    if "real" not in lab.runs_on and target.kind.lab_driver == "ansible":
-        raise InputError(
-            f"lab {lab.id} runs on the simulator only (it injects what real hardware can't safely): "
-            f"use a mock:FILE.json target"
-        )
+    if "real" not in lab.runs_on and "simulator" not in lab.runs_on and target.kind.lab_driver == "ansible":
+        raise InputError(f"lab {lab.id} runs on no kind of node ({', '.join(lab.runs_on)})")
 
 
 def start(
@@ -152,6 +149,14 @@ def _apply(
 
         steps = {"start": sim.start_file, "solve": sim.solve_file, "reset": sim.reset_file}
         return steps[action](lab, target.path)
+    if target.kind.lab_driver == "ansible" and "simulator" in lab.runs_on:
+        # a simulated node served over SSH: its admin login takes the simulator's own step (and marks the node
+        # as the simulator does); a lab only the simulator can set up has no other way onto an SSH node
+        from assessor.labs.drivers import sim_ssh
+
+        no_playbook = lab.playbooks.get(PLAYBOOKS[action]) is None
+        if no_playbook or sim_ssh.is_simulated(spec or "", options, inventory):
+            return sim_ssh.apply(lab, action, spec or "", options, inventory)
     if target.kind.lab_driver == "ansible":
         from assessor.labs.drivers.ansible import run_playbook
 
@@ -325,7 +330,9 @@ def grade_and_record(
         raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
     ticket = load_ticket(lab, answer)
     facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-    return grade_captured(lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory, answer=ticket)
+    return grade_captured(
+        lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory, answer=ticket, options=options
+    )
 
 
 def load_ticket(lab: Lab, answer: str | None) -> Any:
@@ -351,6 +358,7 @@ def grade_captured(
     inventory: str | None = None,
     conn: Any = None,
     answer: Any = None,
+    options: TargetOptions | None = None,
 ) -> tuple[Any, Any]:
     """Grade what was captured (a node's facts, or a design lab's answer) for ``candidate`` against their
     open start, and record it when it belongs to that start: the step after the capture, for one node or
@@ -370,7 +378,7 @@ def grade_captured(
         ident, key, flags = attempts.Identity(host=None), "design", []
     else:
         ident = labcapture.identity(captured, spec, inventory)
-        key, flags = labcapture.target_key(spec, inventory), labcapture.node_flags(spec, inventory)
+        key, flags = labcapture.target_key(spec, inventory), labcapture.node_flags(spec, inventory, options)
     failure: attempts.DatabaseError | None = None
     begun = None
     hints = 0

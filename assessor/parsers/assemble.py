@@ -71,6 +71,7 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
         if getattr(facts, field_name) is not None:
             del facts.problems[field_name]
     facts.problems.update(carried)
+    _true_indices(facts, snap, kinds)
     if facts.ib_ports is None and "ib_ports" not in facts.problems and facts.ib_devices:
         # No ibstat: ibv_devinfo's ports stand in (a broken ibstat stays an error above, never replaced).
         from assessor.parsers.ibv_devinfo import ports_of
@@ -78,6 +79,35 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
         facts.ib_ports = ports_of(facts.ib_devices)
         facts.sources["ib_ports"] = facts.sources.get("ib_devices", "ibv_devinfo.txt")
     return facts
+
+
+def _true_indices(facts: NodeFacts, snap: Snapshot, kinds: dict[str, str]) -> None:
+    """GPU indices as NVML numbers them, from ``nvidia-smi -L`` when the GPUs came from a source without them.
+
+    ``nvidia-smi -q -x`` and ``-q`` list the GPUs they can read in order and print no index: a GPU lost from
+    the bus (``Unable to determine the device handle for GPU6``) would shift every GPU after it down by one.
+    ``-L`` prints each GPU's index beside its UUID; where every GPU's UUID is there, its index is taken.
+    """
+    from dataclasses import replace
+
+    from assessor.parsers import parse
+
+    if not facts.gpus or kinds.get(facts.sources.get("gpus", ""), "") == "nvidia-smi-list":
+        return
+    listing = next(
+        (s for n, s in snap.sources.items() if kinds.get(n) == "nvidia-smi-list" and s.text),
+        None,
+    )
+    if listing is None or listing.text is None:
+        return
+    try:
+        listed = parse("nvidia-smi-list", listing.text, source=listing.file).gpus or []
+    except Exception:  # an unreadable -L changes nothing here; its own problem is reported where it is used
+        return
+    by_uuid = {g.uuid: g.index for g in listed if g.uuid}
+    if len(by_uuid) != len(listed) or not all(g.uuid in by_uuid for g in facts.gpus):
+        return
+    facts.gpus = [replace(g, index=by_uuid[g.uuid]) if g.uuid is not None else g for g in facts.gpus]
 
 
 def _already_known(facts: NodeFacts, names: tuple[str, ...]) -> bool:

@@ -23,6 +23,7 @@ file reads as absent, and a file is read up to :data:`MAX_CONFIG_BYTES`.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,11 +37,6 @@ NCCL_CONF = "/etc/nccl.conf"
 MODPROBE_D = "/etc/modprobe.d"
 FABRIC_MANAGER_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 PERSISTENCED_DROP_IN = "/etc/systemd/system/nvidia-persistenced.service.d/override.conf"
-# The NCCL variables the node's job launcher exports to every job (a login sources it too).
-NCCL_PROFILE = "/etc/profile.d/nccl.sh"
-# Set by the node's agent on a tool run from a login inside the node: its environment already holds what
-# the login sourced, so NCCL_PROFILE is not read again (``unset NCCL_IB_HCA`` then counts, as on a node).
-LOGIN_ENV = "GPULAB_SIM_LOGIN"
 
 
 def root_for_state(state_path: str | os.PathLike[str]) -> Path:
@@ -150,58 +146,28 @@ def default_files(state: NodeState) -> dict[str, str]:
     }
     if "nvidia-fabricmanager.service" in state.services:
         files[FABRIC_MANAGER_CFG] = _FABRIC_MANAGER_CFG
-    files[NCCL_PROFILE] = nccl_profile(state.nccl_env)
+    files[NCCL_CONF] = site_nccl_conf(state.nccl_env)
     return files
 
 
-def nccl_profile(env: Mapping[str, str]) -> str:
-    """``/etc/profile.d/nccl.sh``: ``export NAME=VALUE`` for each NCCL variable the node's jobs start with."""
-    import re
-    import shlex
-
-    lines = ["# NCCL settings every job on this node starts with (the job launcher exports them; so does a login)."]
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_]\w*", k)]
-    return "\n".join(lines) + "\n"
+def site_nccl_conf(env: Mapping[str, str]) -> str:
+    """The node's ``/etc/nccl.conf`` as shipped: the header, then the site's NCCL settings (the fixture's)."""
+    return _NCCL_CONF + "".join(f"{k}={v}\n" for k, v in env.items() if re.fullmatch(r"[A-Za-z_]\w*", k))
 
 
-def parse_profile(text: str) -> dict[str, str]:
-    """``[export] NAME=VALUE`` lines of a profile script, values unquoted as sh does; other lines are skipped."""
-    import re
-    import shlex
-
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("export "):
-            line = line[len("export ") :].strip()
-        m = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", line)
-        if not m:
-            continue
-        try:
-            words = shlex.split(m.group(2), comments=True)
-        except ValueError:
-            continue
-        out[m.group(1)] = " ".join(words)
-    return out
-
-
-def write_nccl_profile(root: Path, env: Mapping[str, str]) -> None:
-    """Write the node's NCCL_PROFILE from ``env`` (a fault or a lab step changed what its jobs get)."""
-    target = root.joinpath(*NCCL_PROFILE.strip("/").split("/"))
+def set_nccl_conf(root: Path, changes: Mapping[str, str | None]) -> None:
+    """Set (or, for None, remove) variables in the node's ``/etc/nccl.conf``, keeping its other lines."""
+    target = root.joinpath(*NCCL_CONF.strip("/").split("/"))
+    lines = (read_config(root, NCCL_CONF) or _NCCL_CONF).splitlines()
+    kept = [line for line in lines if line.partition("=")[0].strip() not in changes]
+    kept += [f"{k}={v}" for k, v in changes.items() if v is not None]
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(nccl_profile(env), encoding="utf-8")
+    target.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
-def launcher_env(state: NodeState, root: Path | None) -> dict[str, str]:
-    """What the node's job launcher exports: its NCCL_PROFILE when the node has one, else the state's."""
-    if root is None:
-        return dict(state.nccl_env)
-    text = read_config(root, NCCL_PROFILE)
-    if text is not None:
-        return parse_profile(text)
-    if _inside(root, NCCL_PROFILE.rsplit("/", 1)[0]) is not None:
-        return {}  # the node has profile.d without the file: it was removed, nothing is exported
-    return dict(state.nccl_env)  # a root that predates the file
+def populated(root: Path | None) -> bool:
+    """The root was laid out by gpulab (``sim init``, a lab's reset): its files are the node's whole truth."""
+    return root is not None and _inside(root, MODPROBE_D) is not None
 
 
 def populate(root: Path, state: NodeState, *, overwrite: bool = False) -> list[Path]:
@@ -280,10 +246,10 @@ def parse_nccl_conf(text: str) -> dict[str, str]:
 def nccl_settings(state: NodeState, env: Mapping[str, str], root: Path | None = None) -> dict[str, str]:
     """The NCCL variables a job on this node runs with, as NCCL documents it ("Environment Variables").
 
-    From lowest to highest precedence: what the node's job launcher exports (:func:`launcher_env`: its
-    ``/etc/profile.d/nccl.sh``, or the state's ``nccl_env`` on a node without files; skipped for a login
-    inside the node, whose environment already holds it), then
-    ``/etc/nccl.conf``, then the user's ``~/.nccl.conf`` (``$HOME`` from ``env``, default ``/root``), or
+    Lowest to highest precedence: on a node without files of its own (in memory, or a bare root), the
+    state's ``nccl_env``; then
+    ``/etc/nccl.conf`` (where a node made by gpulab keeps its site settings, the fixture's ``nccl_env``),
+    then the user's ``~/.nccl.conf`` (``$HOME`` from ``env``, default ``/root``), or
     instead of both files the one ``NCCL_CONF_FILE`` names; then the process environment, which always
     wins (NCCL sets a variable from a file only when the environment does not have it). Files are read
     under ``root`` (default: ``$GPULAB_SIM_ROOT`` of ``env``).
@@ -294,7 +260,7 @@ def nccl_settings(state: NodeState, env: Mapping[str, str], root: Path | None = 
     """
     if root is None and env.get(ROOT_ENV):
         root = Path(env[ROOT_ENV])
-    out = {} if env.get(LOGIN_ENV) else launcher_env(state, root)
+    out = {} if populated(root) else dict(state.nccl_env)
     conf_file = env.get("NCCL_CONF_FILE")
     if conf_file:
         out.update(parse_nccl_conf(read_config(root, conf_file) or ""))

@@ -719,20 +719,17 @@ def get(name: str) -> Fault:
     return fault
 
 
-def _sync_launcher_env(path: str | os.PathLike[str], before: dict[str, str], state: NodeState) -> None:
-    """A fault that changed what the node's jobs are launched with shows in the node's own file for it."""
-    from assessor.sim.config_root import launcher_env, root_for_state, write_nccl_profile
+def _sync_nccl_conf(path: str | os.PathLike[str], before: dict[str, str], state: NodeState) -> None:
+    """A fault that changed the node's NCCL settings shows where NCCL reads them: its /etc/nccl.conf."""
+    from assessor.sim.config_root import populated, root_for_state, set_nccl_conf
 
     root = root_for_state(path)
-    if state.nccl_env == before or not root.is_dir():
+    if state.nccl_env == before or not populated(root):
         return
-    current = launcher_env(state, root)
-    for name in set(before) | set(state.nccl_env):
-        if name in state.nccl_env:
-            current[name] = state.nccl_env[name]
-        else:
-            current.pop(name, None)
-    write_nccl_profile(root, current)
+    changed = {
+        k: state.nccl_env.get(k) for k in set(before) | set(state.nccl_env) if before.get(k) != state.nccl_env.get(k)
+    }
+    set_nccl_conf(root, changed)
 
 
 def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
@@ -744,7 +741,7 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         before = dict(state.nccl_env)
         fault.apply(state, **options)
         host = state.host
-        _sync_launcher_env(path, before, state)
+        _sync_nccl_conf(path, before, state)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
     effect = f"{fault.check} should now fail" if fault.check else fault.description
     return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {effect}"
@@ -759,5 +756,5 @@ def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         before = dict(state.nccl_env)
         fault.revert(state, **options)
         host = state.host
-        _sync_launcher_env(path, before, state)
+        _sync_nccl_conf(path, before, state)
     return f"{name} reverted on {host} ({path})"

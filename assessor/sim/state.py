@@ -447,6 +447,7 @@ def load_state(path: str | os.PathLike[str]) -> NodeState:
 
 
 STAMP_KEY = "integrity"
+EDITED_MARK = "edited by hand"  # the mark a state gets when a tool finds it changed since its last stamp
 # Tamper evidence, not secrecy: anyone with the source can stamp a file, a hand edit does not.
 _STAMP_KEY_BYTES = b"gpulab.simstate/1 written by the simulator"
 
@@ -534,5 +535,8 @@ def updating(path: str | os.PathLike[str]) -> Iterator[NodeState]:
     """
     with locked(path):
         state = load_state(path)
+        if stamp_status(path) == "mismatch" and EDITED_MARK not in state.marks:
+            # a hand edit stays evident after the simulator stamps its own change on top of it
+            state.marks.append(EDITED_MARK)
         yield state
         save_state(state, path)

@@ -170,10 +170,17 @@ def test_readme_teaches_without_giving_the_answer(lab: Lab) -> None:
         shown = f"`{line}`" in text if len(line.split()) == 1 else line in text
         assert not shown, f"{lab.id} README gives away `{line}`"
     if not lab.is_design:
-        assert f"gpulab sim init --fixture {lab.fixture} --state node.json" in text
-        assert "gpulab sim shims ~/.gpulab/bin" in text
-        assert "export PATH=~/.gpulab/bin:$PATH GPULAB_SIM_STATE=$PWD/node.json" in text
-        assert f"gpulab lab start {lab.id} --target mock:node.json" in text
+        # practice: a node of the lab's fixture, the lab started on it, then a shell on the node itself
+        practise = text.split("## Practise on the simulator", 1)[1].split("\n## ", 1)[0]
+        assert (
+            "```bash\n"
+            f"gpulab sim init --fixture {lab.fixture} --state node.json\n"
+            f"gpulab lab start {lab.id} --target mock:node.json\n"
+            "gpulab sim shell\n"
+            "```"
+        ) in practise, lab.id
+        for old_way in ("sim shims", "export ", "GPULAB_SIM_STATE", "enable -n kill"):
+            assert old_way not in text, f"{lab.id} README still practises the old way ({old_way})"
         for heading in ("## Context", "## Your task", "## Done looks like", "## Commands worth knowing"):
             assert heading in text, f"{lab.id}: {heading}"
     # a candidate acts with the node's own tools, never with the simulator's hands

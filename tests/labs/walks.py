@@ -279,9 +279,10 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [[conf("NCCL_NVLS_ENABLE=0", "NCCL_ALGO=Ring")]],
     },
     "nccl-401": {
-        "alternatives": [[conf("NCCL_IB_HCA=^mlx5_4,mlx5_5")], [conf()]],
+        "alternatives": [[conf("NCCL_IB_HCA=^mlx5_4,mlx5_5")], [conf(f"NCCL_IB_HCA={A100_RAILS}")]],
         "wrong": [
             [conf("NCCL_IB_HCA=mlx5")],  # storage HCAs included
+            [conf()],  # the line gone, and the site's rail list with it: the storage HCAs are used too
             [conf("NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3")],  # 4 of 8 rails
         ],
     },

@@ -58,23 +58,23 @@ def test_ordinary_tools_edit_the_nodes_nccl_conf_and_nccl_honours_them(a100: Nod
     assert "NCCL_DEBUG=WARN" in (root_for_state(a100.state) / "etc" / "nccl.conf").read_text()
 
 
-def test_the_launch_environment_is_a_file_of_the_node_not_hidden_state(a100: NodeShell) -> None:
+def test_nccl_settings_come_from_the_nodes_files_and_environment_only(a100: NodeShell) -> None:
+    # the site's settings are in /etc/nccl.conf, where a candidate finds them
+    assert "NCCL_IB_HCA=mlx5_0" in a100.out("grep -h NCCL_IB_HCA /etc/nccl.conf")
     faults.inject(a100.state, "nccl-socket-fallback")
-    assert a100.out("echo $NCCL_IB_HCA") == "mlx5_99\n"
-    assert "NCCL_IB_HCA=mlx5_99" in a100.out("grep -rh NCCL_IB_HCA /etc/profile.d/")
+    assert a100.out("grep -rh NCCL_IB_HCA /etc/nccl.conf") == "NCCL_IB_HCA=mlx5_99\n"
     debug = "NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 8G -f 2 -g 8 2>&1"
     assert "NET/Socket" in a100.out(debug)
-    # the fix a candidate types: the variable out of the login's environment and the launcher's file
-    a100.out("sed -i '/NCCL_IB_HCA/d' /etc/profile.d/nccl.sh")
-    fixed = a100.out(debug)
-    assert "NET/IB : Using [0]mlx5_0:1/IB" in fixed
-    # and what the grader sees (no login environment) agrees
+    # the environment outranks the file, as NCCL documents it
+    assert "NET/IB : Using [0]mlx5_0:1/IB" in a100.out(f"NCCL_IB_HCA=mlx5_0 {debug}")
+    # the fix a candidate types: the line out of the file; NCCL then uses every IB HCA it finds
+    a100.out("sed -i '/NCCL_IB_HCA/d' /etc/nccl.conf")
+    assert "NET/IB : Using [0]mlx5_0:1/IB" in a100.out(debug)
+    # and what the grader's tools see (no login environment) agrees
     from assessor.sim.tools import Session, run_tool
 
-    graded = run_tool(
-        ["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8"],
-        Session(path=a100.state, env={"NCCL_DEBUG": "INFO"}),
-    )
+    argv = ["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8"]
+    graded = run_tool(argv, Session(path=a100.state, env={"NCCL_DEBUG": "INFO"}))
     assert "NET/IB : Using [0]mlx5_0:1/IB" in graded.stdout + graded.stderr
 
 
@@ -214,6 +214,7 @@ def test_sim_shell_without_state_enters_the_open_labs_node(tmp_path: Path) -> No
         )
         assert started.returncode == 0, started.stderr
         assert f"gpulab sim shell {state}" in started.stdout
+        assert f"gpulab sim shell --candidate ada --db {db}" in started.stdout  # the bare form finds this lab
         inside = subprocess.run(
             [*GPULAB, "sim", "shell", "--db", str(db), "--candidate", "ada", "--", "hostname"],
             capture_output=True,

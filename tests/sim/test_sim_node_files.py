@@ -240,7 +240,9 @@ def test_all_reduce_perf_reads_the_nodes_nccl_conf_and_logs_the_hcas_it_uses(tmp
     state = tmp_path / "node.json"
     init_node("dgx-a100", state)
     conf = tmp_path / "node.json.d" / "etc" / "nccl.conf"
-    conf.write_text("NCCL_DEBUG=INFO\nNCCL_IB_HCA==mlx5_0,mlx5_1\n")
+    # the site's own settings sit in the file too (sim init writes them there): NCCL reads nothing else
+    assert "NCCL_SOCKET_IFNAME=enp226s0" in conf.read_text()
+    conf.write_text("NCCL_DEBUG=INFO\nNCCL_SOCKET_IFNAME=enp226s0\nNCCL_IB_HCA==mlx5_0,mlx5_1\n")
     out = run(state, "all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "8").stdout
     info = [line.split("NCCL INFO ", 1)[1] for line in out.splitlines() if "NCCL INFO " in line]
     assert "NCCL_IB_HCA set to =mlx5_0,mlx5_1" in info

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class Node:
     fixture: str
     pid: int | None = None
     root: Path | None = None  # GPULAB_SIM_ROOT of the node, when it has one
+    inside: bool = False  # its SSH sessions land inside the simulated node (gpulab sim login)
 
     @property
     def state(self) -> Path:
@@ -73,12 +75,18 @@ class SshBed:
     def shims(self) -> Path:
         return self.root / "bin"
 
+    @property
+    def candidate_key(self) -> Path:
+        """A second client key: on a node whose sessions land inside it, the candidate's (no admin verbs)."""
+        return self.root / "candidate_ed25519"
+
     def setup(self, count: int, fixture: str = "hgx-h100") -> SshBed:
         from assessor.sim.shims import write_shims
 
         self.root.mkdir(parents=True, exist_ok=True)
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
         _keygen(self.client_key)
+        _keygen(self.candidate_key)
         write_shims(self.shims)
         for i in range(count):
             self.add_node(f"node{i + 1:02d}", fixture)
@@ -94,6 +102,7 @@ class SshBed:
         shims: bool = True,
         env: dict[str, str] | None = None,
         sim_root: bool = False,
+        inside: bool = False,
     ) -> Node:
         """A node; ``extra_bin`` puts scripts (name -> sh body) ahead of the shims on its PATH.
 
@@ -106,6 +115,19 @@ class SshBed:
         node.reset()
         authorized = node.directory / "authorized_keys"
         authorized.write_text((self.client_key.with_suffix(".pub")).read_text())
+        if inside:
+            # a simulated node served as docs/NODE.md says: every session lands inside the node; the bed's
+            # client key is the instructor's (admin verbs on the host), candidate_key a candidate's
+            from assessor.sim.config_root import populate, root_for_state
+            from assessor.sim.state import load_state
+
+            populate(root_for_state(node.state), load_state(node.state))
+            login = f"{sys.executable} -m assessor.cli sim login"
+            authorized.write_text(
+                f'command="{login} --admin {node.state}" {self.client_key.with_suffix(".pub").read_text()}'
+                f'command="{login} {node.state}" {self.candidate_key.with_suffix(".pub").read_text()}'
+            )
+            node.inside = True
         dirs = [str(self.shims)] if shims else []
         if extra_bin:
             own = node.directory / "bin"
@@ -179,6 +201,10 @@ class SshBed:
         raise RuntimeError(f"sshd for {node.name} did not listen on {node.port}")
 
     def stop_node(self, node: Node) -> None:
+        if node.inside:
+            from assessor.sim.machine.enter import stop
+
+            stop(node.state)
         if node.pid is not None:
             try:
                 os.kill(node.pid, signal.SIGTERM)
@@ -191,13 +217,15 @@ class SshBed:
         for node in self.nodes:
             self.stop_node(node)
 
-    def at_shell(self, node: Node, line: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def at_shell(
+        self, node: Node, line: str, stdin: str | None = None, key: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """One command line typed at the node's shell, through the OpenSSH client with its host key checked."""
         return subprocess.run(
             [
                 "ssh",
                 "-i",
-                str(self.client_key),
+                str(key or self.client_key),
                 "-p",
                 str(node.port),
                 "-o",

@@ -45,7 +45,7 @@ def env_edit(argv: list[str], path: Path) -> str:
     problem = env_command_problem(argv)
     if problem:
         raise StepFailed(problem)
-    from assessor.sim.config_root import root_for_state, write_nccl_profile
+    from assessor.sim.config_root import populated, root_for_state, set_nccl_conf
 
     with updating(path) as state:
         if argv[1] == "-u":
@@ -53,8 +53,8 @@ def env_edit(argv: list[str], path: Path) -> str:
         else:
             name, _, value = argv[1].partition("=")
             state.nccl_env[name] = value
-        if root_for_state(path).is_dir():
-            write_nccl_profile(root_for_state(path), state.nccl_env)
+        if populated(root_for_state(path)):
+            set_nccl_conf(root_for_state(path), {argv[2]: None} if argv[1] == "-u" else {name: value})
     return f"$ {shlex.join(argv)}"
 
 

@@ -214,7 +214,7 @@ class Agent:
         os.set_blocking(self.proc.stdout.fileno(), False)
         ready = self._wait_event(lambda e: e.get("ev") == "ready", 20.0)
         if ready is None:
-            raise RuntimeError(f"the node did not boot (see {self.paths.log})")
+            raise RuntimeError("the node did not boot")
         init = _child_of(self.proc.pid)
         if init is None:
             raise RuntimeError("the node's PID 1 is not there")
@@ -361,7 +361,7 @@ class Agent:
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run one simulated tool for a process inside the node."""
         from assessor.errors import InputError
-        from assessor.sim.config_root import LOGIN_ENV, ROOT_ENV
+        from assessor.sim.config_root import ROOT_ENV
         from assessor.sim.shim import failure_code
         from assessor.sim.tools import Session, run_tool
 
@@ -375,7 +375,6 @@ class Agent:
             if isinstance(k, str) and isinstance(v, str) and not k.startswith("GPULAB_")
         }
         env[ROOT_ENV] = str(self.paths.root)
-        env[LOGIN_ENV] = "1"
         raw_uid = request.get("uid")
         uid = raw_uid if isinstance(raw_uid, int) else 0
         program = os.path.basename(argv[0])
@@ -410,9 +409,11 @@ class Agent:
                 self.reconcile()
             bad = {"exit": 2, "stderr": "gpulab: bad request\n"}
             reply = self.answer(request) if isinstance(request, dict) else bad
+            # the node's processes and /proc files follow the tool before it answers: a `pgrep` or a
+            # `cat boot_id` typed right after `systemctl start` or `reboot` sees what the tool did
+            self.reconcile()
             with contextlib.suppress(OSError):
                 conn.sendall(json.dumps(reply).encode())
-        self.reconcile()
 
     def serve(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -37,8 +37,9 @@ def isolation_problem() -> str | None:
     """Why the node cannot run in namespaces of its own here; None when it can."""
     if os.environ.get(ISOLATION_ENV) == "shims":
         return f"{ISOLATION_ENV}=shims"
-    for tool in ("unshare", "nsenter"):
-        if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(":") if d):
+    search = [*os.environ.get("PATH", "").split(":"), "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    for tool in ("unshare", "nsenter", "pivot_root"):
+        if not any(os.access(os.path.join(d, tool), os.X_OK) for d in search if d):
             return f"{tool} (util-linux) is not installed"
     try:
         probe = subprocess.run(
@@ -52,13 +53,18 @@ def isolation_problem() -> str | None:
 
 
 def _alive(pid: int) -> bool:
+    """The process runs (a zombie waiting for its parent to reap it has ended)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def running(paths: NodePaths) -> RunningNode | None:
@@ -93,6 +99,7 @@ def start(state: str | os.PathLike[str], *, timeout: float = 30.0) -> RunningNod
         paths.record.unlink()
     package_root = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ)
+    env["PATH"] = env.get("PATH", "") + ":/usr/sbin:/usr/bin:/sbin:/bin"  # unshare, mount, pivot_root
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(paths.log, "ab") as log:
         agent = subprocess.Popen(
@@ -112,10 +119,11 @@ def start(state: str | os.PathLike[str], *, timeout: float = 30.0) -> RunningNod
         if agent.poll() is not None and agent.returncode != 0:
             break
         time.sleep(0.02)
-    tail = ""
+    said: list[str] = []
     with contextlib.suppress(OSError):
-        tail = paths.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1]
-    raise InputError(f"{paths.state}: the simulated node did not start: {tail or 'no reason given'} (log: {paths.log})")
+        said = [line for line in paths.log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    why = "; ".join(line.strip() for line in said[-3:]) or "no reason given"
+    raise InputError(f"{paths.state}: the simulated node did not start: {why} (log: {paths.log})")
 
 
 def stop(state: str | os.PathLike[str]) -> bool:

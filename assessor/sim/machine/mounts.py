@@ -31,6 +31,7 @@ def boot_script(paths: NodePaths, host: str, devices: list[str], python: str) ->
     lines = [
         "set -eu",
         "umask 022",
+        "export PATH=/usr/sbin:/usr/bin:/sbin:/bin",  # pivot_root and mount live in sbin
         f"NR={nr}",
         'mount -t tmpfs -o mode=755 gpulab-node "$NR"',
         'cd "$NR"',

@@ -83,7 +83,7 @@ def main():
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     keeper_r, _keeper_w = os.pipe()  # the stand-ins read keeper_r; nobody ever writes the other end
-    ours = set()
+    ours: set[int] = set()
     buffer = b""
     _say({"ev": "ready", "pid": os.getpid()})
     while True:

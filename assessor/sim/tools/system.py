@@ -604,6 +604,11 @@ def systemctl(args: list[str], session: Session) -> ToolResult:
     for arg in it:
         if arg in ("-p", "--property"):
             props.extend(p for p in next(it, "").split(",") if p)
+        elif arg == "-P":  # -P NAME is --property=NAME --value
+            props.extend(p for p in next(it, "").split(",") if p)
+            flags.add("value")
+        elif arg == "--value":
+            flags.add("value")
         elif arg.startswith("--property="):
             props.extend(p for p in arg.split("=", 1)[1].split(",") if p)
         elif arg in ("-a", "--all", "--now", "--failed"):
@@ -618,7 +623,7 @@ def systemctl(args: list[str], session: Session) -> ToolResult:
         positional = ["list-units"]
     verb, units = positional[0], [_unit_name(u) for u in positional[1:]]
     if verb == "show":
-        return _show(session.read(), units, props)
+        return _show(session.read(), units, props, values_only="value" in flags)
     if verb == "status":
         return _status(session.read(), units)
     if verb in ("is-active", "is-enabled", "is-failed"):
@@ -719,7 +724,8 @@ def _enable(session: Session, verb: str, units: list[str], *, now: bool) -> Tool
     return ToolResult(0, "", err)
 
 
-def _show(state: NodeState, units: list[str], props: list[str]) -> ToolResult:
+def _show(state: NodeState, units: list[str], props: list[str], *, values_only: bool = False) -> ToolResult:
+    """``systemctl show [-p NAME,...] [--value]``: NAME=VALUE lines per unit; ``--value`` prints values alone."""
     wanted = set(props)
     blocks = []
     for unit in units or ["nvidia-persistenced.service"]:
@@ -727,7 +733,10 @@ def _show(state: NodeState, units: list[str], props: list[str]) -> ToolResult:
         keys = [k for k in _PROPERTY_ORDER if not wanted or k in wanted]
         # Properties the simulator does not model print empty, as systemd does for unset ones.
         keys += [p for p in props if p not in values]
-        blocks.append("".join(f"{k}={values.get(k, '')}\n" for k in keys))
+        if values_only:
+            blocks.append("".join(f"{values.get(k, '')}\n" for k in keys))
+        else:
+            blocks.append("".join(f"{k}={values.get(k, '')}\n" for k in keys))
     return ToolResult(0, "\n".join(blocks))
 
 
