@@ -204,6 +204,12 @@ def check_lab(lab: Lab, cohort: Cohort, action: str) -> None:
 # ---- running ---------------------------------------------------------------------------------
 
 
+_SIM_ONLY = (
+    "lab {lab} runs on the simulator only: this host is no simulated node served over SSH whose admin login "
+    "this key has (docs/NODE.md)"
+)
+
+
 def run_step(
     lab: Lab,
     action: str,
@@ -227,24 +233,25 @@ def run_step(
     check_lab(lab, cohort, action)
     variants = host_variants(lab, cohort)
     by_playbook = {h.name for h in cohort.hosts if h.by_ansible}
+    outcomes: dict[str, HostOutcome] = {}
     if by_playbook and "simulator" in lab.runs_on:
         # simulated nodes served over SSH take the simulator's step through their admin login, as one node
         # does (assessor.labs.drivers.sim_ssh); a lab only the simulator sets up has no other way onto them
         from assessor.labs.drivers import sim_ssh
 
-        if lab.playbooks.get(lifecycle.PLAYBOOKS[action]) is None:
+        probed = _pooled(
+            lambda h: (h.name, sim_ssh.is_simulated(h.name, options, cohort.inventory)),
+            [h for h in cohort.hosts if h.by_ansible],
+            forks,
+            lambda h, _exc: (h.name, False),
+        )
+        by_playbook -= {name for name, simulated in probed if simulated}
+        if "real" not in lab.runs_on:
+            # a real node gets no simulator-only lab: each such host fails with the reason, the others go on
+            outcomes.update({name: HostOutcome(name, "failed", _SIM_ONLY.format(lab=lab.id)) for name in by_playbook})
             by_playbook = set()
-        else:
-            probed = _pooled(
-                lambda h: (h.name, sim_ssh.is_simulated(h.name, options, cohort.inventory)),
-                [h for h in cohort.hosts if h.by_ansible],
-                forks,
-                lambda h, _exc: (h.name, False),
-            )
-            by_playbook -= {name for name, simulated in probed if simulated}
     by_ansible = [h.name for h in cohort.hosts if h.name in by_playbook]
-    others = [h for h in cohort.hosts if h.name not in by_playbook]
-    outcomes: dict[str, HostOutcome] = {}
+    others = [h for h in cohort.hosts if h.name not in by_playbook and h.name not in outcomes]
     if by_ansible:
         from assessor.labs.drivers.ansible import run_playbook_on_hosts
 

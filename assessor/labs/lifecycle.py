@@ -154,9 +154,14 @@ def _apply(
         # as the simulator does); a lab only the simulator can set up has no other way onto an SSH node
         from assessor.labs.drivers import sim_ssh
 
-        no_playbook = lab.playbooks.get(PLAYBOOKS[action]) is None
-        if no_playbook or sim_ssh.is_simulated(spec or "", options, inventory):
+        if sim_ssh.is_simulated(spec or "", options, inventory):
             return sim_ssh.apply(lab, action, spec or "", options, inventory)
+        if "real" not in lab.runs_on:
+            raise InputError(
+                f"lab {lab.id} runs on the simulator only (it injects what real hardware can't safely): "
+                f"{target.spec} is no simulated node served over SSH whose admin login this key has "
+                "(docs/NODE.md); use a mock:FILE.json target or such a node"
+            )
     if target.kind.lab_driver == "ansible":
         from assessor.labs.drivers.ansible import run_playbook
 

@@ -81,39 +81,10 @@ def run_command(params: SshParams, line: str, *, timeout: float = 300.0) -> tupl
     The line is sent as written: it must already be quoted for a shell. Used for the admin login of a
     simulated node (``gpulab-node ...``), where the node's forced command reads it, not a shell.
     """
-    import time
-
-    from assessor.targets.ssh_connection import connect
+    from assessor.targets.ssh_connection import connect, run_line
 
     client = connect(params)
     try:
-        transport = client.get_transport()
-        if transport is None:
-            raise HostError(f"connection to {params.address} dropped")
-        channel = transport.open_session(timeout=params.connect_timeout)
-        channel.exec_command(line)
-        channel.shutdown_write()
-        deadline = time.monotonic() + timeout
-        out = bytearray()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                channel.close()
-                raise HostError(f"`{line.split()[0]}` on {params.address} took longer than {timeout:g} s")
-            channel.settimeout(min(remaining, 5.0))
-            try:
-                data = channel.recv(65536)
-            except TimeoutError:
-                continue
-            if not data:
-                break
-            if len(out) + len(data) > params.max_reply:
-                channel.close()
-                raise HostError(f"{params.address} sent more than the reply limit")
-            out += data
-        status = channel.recv_exit_status()
-        return status, out.decode("utf-8", "replace")
-    except (EOFError, OSError) as exc:
-        raise HostError(f"connection to {params.address} dropped: {exc or type(exc).__name__}") from None
+        return run_line(client, line, params, timeout)
     finally:
         client.close()

@@ -162,22 +162,35 @@ def run_script(
     channel is closed at once (the node stops on a broken pipe), so memory never holds more than the limit.
     ``deadline`` (time.monotonic) is when the host's time runs out, when the connection already used some.
     """
+    return _exchange(client, shell, script.encode(), params, deadline, "capture")[1]
+
+
+def run_line(client: paramiko.SSHClient, line: str, params: SshParams, timeout: float) -> tuple[int, str]:
+    """Run one command line on the node (as sent, already quoted); its exit status (-1: none) and stdout."""
+    return _exchange(client, line, b"", params, time.monotonic() + timeout, f"`{line.split()[0]}`")
+
+
+def _exchange(
+    client: paramiko.SSHClient, command: str, data_in: bytes, params: SshParams, deadline: float | None, what: str
+) -> tuple[int, str]:
+    """Run ``command`` with ``data_in`` on its stdin; its exit status and stdout, bounded in time and size."""
     if deadline is None:
         deadline = time.monotonic() + params.host_timeout
     try:
         transport = client.get_transport()
         if transport is None or not transport.is_active():
-            raise HostError(f"connection to {params.address} dropped before the capture")
+            raise HostError(f"connection to {params.address} dropped before the {what}")
         channel = transport.open_session(timeout=params.connect_timeout)
-        channel.exec_command(shell)
-        channel.sendall(script.encode())
+        channel.exec_command(command)
+        if data_in:
+            channel.sendall(data_in)
         channel.shutdown_write()
         reply = bytearray()
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 channel.close()
-                raise HostError(f"capture on {params.address} took longer than {params.host_timeout:g} s")
+                raise HostError(f"{what} on {params.address} took longer than {params.host_timeout:g} s")
             channel.settimeout(min(remaining, 5.0))
             try:
                 data = channel.recv(65536)
@@ -191,12 +204,15 @@ def run_script(
                 channel.close()
                 raise HostError(
                     f"{params.address} sent more than the reply limit of {size_words(params.max_reply)} "
-                    "(--max-reply): capture refused"
+                    f"(--max-reply): {what} refused"
                 )
             reply += data
         while channel.recv_stderr_ready():
             channel.recv_stderr(65536)
-        return reply.decode("utf-8", "replace")
+        while not channel.exit_status_ready() and time.monotonic() < deadline:  # it follows the output's end
+            time.sleep(0.005)
+        status = channel.recv_exit_status() if channel.exit_status_ready() else -1
+        return status, reply.decode("utf-8", "replace")
     except HostError:
         raise
     except (EOFError, OSError) as exc:
