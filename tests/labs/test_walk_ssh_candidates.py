@@ -5,7 +5,8 @@ node (``gpulab sim login`` as sshd's forced command), as ``gpulab sim shell`` do
 types runs at the node, with the node's own files at their real paths and its tools at theirs. The
 instructor's key (the bed's client key) starts the lab through the node's admin login (``gpulab-node start``,
 the simulator's driver on the node's host): the labs whose faults only the simulator can inject run over SSH
-too. Then every valid alternative and every wrong fix of :mod:`tests.labs.walks` is typed with the
+too. Then the first valid alternative and the first wrong fix of :mod:`tests.labs.walks` (test_walk.py walks
+every one in-process) are typed with the
 candidate's key through the OpenSSH client, a ticket (where the remedy is physical) is handed in on the
 controller, and the grade is captured over SSH with host keys checked. Valid alternatives must pass; wrong
 fixes must not.
@@ -95,7 +96,8 @@ def explain(g: Grade) -> str:
 
 
 def _walks(kind: str) -> list[tuple[Lab, Walk]]:
-    return [(lab, walk) for lab in SIM_LABS for walk in (WALKS[lab.id].get(kind) or [])]
+    """The first walk of each kind per lab: test_walk.py walks them all in-process; here the transport counts."""
+    return [(lab, WALKS[lab.id][kind][0]) for lab in SIM_LABS if WALKS[lab.id].get(kind)]
 
 
 ALTERNATIVES = _walks("alternatives")
