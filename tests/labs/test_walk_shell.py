@@ -10,7 +10,8 @@ as ``gpulab lab start`` starts it (the lab's fixture, then :func:`assessor.labs.
 - the first valid alternative of :mod:`tests.labs.walks`;
 - the first wrong but plausible fix of :mod:`tests.labs.walks`.
 
-One ``sim shell`` call per step (the node boots once, at the first, and stays up between them). Every step of
+The node boots at the login that starts each walk and stays up; the steps are typed in one more login, each
+as its own command line. Every step of
 the reference and of an alternative must exit 0 and the grade must pass; a wrong fix's steps may fail (the
 walk goes on, as the candidate would) and its grade must not pass. A ticket is handed in outside the node,
 written beside the state as ``lab grade --answer`` reads it. The grade is taken on the host while the node
@@ -82,19 +83,34 @@ class Walked:
     ticket: Path | None = None
 
 
+STEP_MARK = "@@gpulab-walk-step"
+
+
 def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> None:
-    """Type ``steps`` inside the node, one ``sim shell`` call each; tickets are written beside the state."""
+    """Type ``steps`` inside the node in one login, each as its own command line (a failed one does not stop
+    the others, as a candidate goes on); tickets are written beside the state."""
     state = walked.shell.state
+    lines = []
     for step in steps:
         if isinstance(step, Ticket):
             walked.ticket = state.with_name("ticket.yaml")
             walked.ticket.write_text(yaml.safe_dump(step.as_answer(), sort_keys=False), encoding="utf-8")
-            continue
-        line = typed(step)
-        done = walked.shell.run(line)
-        walked.transcript.add(line, done)
-        if must_work and done.returncode != 0:
-            pytest.fail(f"{lab.id}: a step of a valid walk failed inside the node:\n{walked.transcript}")
+        else:
+            lines.append(typed(step))
+    if not lines:
+        return
+    script = "".join(f"echo {STEP_MARK}; ( {line}\n); echo {STEP_MARK} $?\n" for line in lines)
+    done = walked.shell.run(script)
+    parts = done.stdout.split(f"{STEP_MARK}\n")[1:]
+    codes = []
+    for line, part in zip(lines, parts, strict=False):
+        out, _, tail = part.rpartition(f"{STEP_MARK} ")
+        code = int(tail.split()[0]) if tail.split() and tail.split()[0].isdigit() else -1
+        codes.append(code)
+        walked.transcript.add(line, subprocess.CompletedProcess(line, code, out, ""))
+    walked.transcript.add("(stderr of the login)", subprocess.CompletedProcess("", done.returncode, "", done.stderr))
+    if must_work and (len(codes) != len(lines) or any(codes)):
+        pytest.fail(f"{lab.id}: a step of a valid walk failed inside the node:\n{walked.transcript}")
 
 
 def start_lab(lab: Lab, tmp_path: Path) -> Walked:

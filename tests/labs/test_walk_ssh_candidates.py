@@ -112,8 +112,7 @@ def test_every_real_lab_has_an_alternative_and_a_wrong_fix_to_walk_over_ssh() ->
     ("lab", "walk"), ALTERNATIVES, ids=[f"{lab.id}-{i}" for i, (lab, _) in enumerate(ALTERNATIVES)]
 )
 def test_a_valid_alternative_typed_over_ssh_passes(bed: SshBed, lab: Lab, walk: Walk) -> None:
-    node, target, opts = started(bed, lab)
-    assert not grade_over_ssh(lab, target, opts).passed
+    node, target, opts = started(bed, lab)  # that a started lab does not pass: test_walk.py, and the wrong fixes
     ticket = act_over_ssh(bed, node, walk, must_work=True)
     g = grade_over_ssh(lab, target, opts, ticket)
     assert g.passed, f"{lab.id} valid alternative {walk} fails over SSH: {explain(g)}"
