@@ -42,6 +42,25 @@ def median_of(runs: int, argv: list[str], before: list[str] | None = None) -> fl
     return statistics.median(times)
 
 
+def verify(state: Path, commands: tuple[str, ...]) -> None:
+    """What the figures claim: an isolated node (no fallback to shims) whose tools answer from its own paths."""
+    from assessor.sim.machine.enter import running
+    from assessor.sim.machine.layout import NodePaths
+    from assessor.sim.state import load_state
+
+    host = load_state(state).host
+    probe = "hostname; command -v nvidia-smi; " + "; ".join(f"{c} >/dev/null || echo FAILED: {c}" for c in commands)
+    done = subprocess.run(
+        [*GPULAB, "sim", "shell", str(state), "--", "bash", "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert "NOT isolated" not in done.stderr, done.stderr
+    assert done.stdout.splitlines()[:2] == [host, "/usr/bin/nvidia-smi"], done.stdout
+    assert "FAILED" not in done.stdout, done.stdout
+    assert running(NodePaths.of(state)) is not None
+    subprocess.run([*GPULAB, "sim", "stop", str(state)], check=True, capture_output=True)
+    assert running(NodePaths.of(state)) is None  # so "boot" below starts a stopped node
+
+
 def inside(state: Path, command: str, runs: int) -> float:
     """The median wall time of ``command`` typed at the node's shell, timed inside the node."""
     script = (
@@ -68,12 +87,14 @@ def main() -> None:
         )
         enter = [*GPULAB, "sim", "shell", str(state), "--", "true"]
         stop = [*GPULAB, "sim", "stop", str(state)]
+        commands = ("nvidia-smi", "nvidia-smi -L", "systemctl status nvidia-dcgm", "ps -e")
         try:
+            verify(state, commands)
             rows = [
                 ("boot a stopped node + one command", median_of(args.runs, enter, before=stop), None),
                 ("enter a running node + one command", median_of(args.runs, enter), None),
             ]
-            for command in ("nvidia-smi", "nvidia-smi -L", "systemctl status nvidia-dcgm", "ps -e"):
+            for command in commands:
                 rows.append((f"inside: {command}", inside(state, command, args.runs), AIM_S))
         finally:
             subprocess.run(stop, check=False, capture_output=True)

@@ -233,6 +233,7 @@ def run_step(
     check_lab(lab, cohort, action)
     variants = host_variants(lab, cohort)
     by_playbook = {h.name for h in cohort.hosts if h.by_ansible}
+    simulated: set[str] = set()  # SSH hosts whose admin login says they are simulated nodes
     outcomes: dict[str, HostOutcome] = {}
     if by_playbook and "simulator" in lab.runs_on:
         # simulated nodes served over SSH take the simulator's step through their admin login, as one node
@@ -245,7 +246,8 @@ def run_step(
             forks,
             lambda h, _exc: (h.name, False),
         )
-        by_playbook -= {name for name, simulated in probed if simulated}
+        simulated = {name for name, is_simulated in probed if is_simulated}
+        by_playbook -= simulated
         if "real" not in lab.runs_on:
             # a real node gets no simulator-only lab: each such host fails with the reason, the others go on
             outcomes.update({name: HostOutcome(name, "failed", _SIM_ONLY.format(lab=lab.id)) for name in by_playbook})
@@ -275,8 +277,10 @@ def run_step(
 
     def one(host: CohortHost) -> HostOutcome:
         try:
-            if host.by_ansible:
-                step(with_variant(lab, variants[host.name]), host.name, options, inventory=cohort.inventory)
+            if host.name in simulated:  # probed above: straight to its admin login
+                from assessor.labs.drivers import sim_ssh
+
+                sim_ssh.apply(with_variant(lab, variants[host.name]), action, host.name, options, cohort.inventory)
             else:
                 step(with_variant(lab, variants[host.name]), host.target, options)
         except GpulabError as exc:

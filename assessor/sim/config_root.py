@@ -165,6 +165,16 @@ def set_nccl_conf(root: Path, changes: Mapping[str, str | None]) -> None:
     target.write_text("\n".join(kept) + "\n", encoding="utf-8")
 
 
+def sync_nccl_conf(root: Path, before: Mapping[str, str], after: Mapping[str, str]) -> None:
+    """A change of the state's ``nccl_env`` (a fault, a lab step) made where NCCL reads it: the node's
+    ``/etc/nccl.conf``, on a node with files of its own."""
+    if not populated(root):
+        return
+    changed = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    if changed:
+        set_nccl_conf(root, changed)
+
+
 def populated(root: Path | None) -> bool:
     """The root was laid out by gpulab (``sim init``, a lab's reset): its files are the node's whole truth."""
     return root is not None and _inside(root, MODPROBE_D) is not None

@@ -719,21 +719,9 @@ def get(name: str) -> Fault:
     return fault
 
 
-def _sync_nccl_conf(path: str | os.PathLike[str], before: dict[str, str], state: NodeState) -> None:
-    """A fault that changed the node's NCCL settings shows where NCCL reads them: its /etc/nccl.conf."""
-    from assessor.sim.config_root import populated, root_for_state, set_nccl_conf
-
-    root = root_for_state(path)
-    if state.nccl_env == before or not populated(root):
-        return
-    changed = {
-        k: state.nccl_env.get(k) for k in set(before) | set(state.nccl_env) if before.get(k) != state.nccl_env.get(k)
-    }
-    set_nccl_conf(root, changed)
-
-
 def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
     """Apply fault ``name`` to the state file at ``path`` (locked read-modify-write); a one-line report."""
+    from assessor.sim.config_root import root_for_state, sync_nccl_conf
     from assessor.sim.state import updating
 
     fault = get(name)
@@ -741,7 +729,7 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         before = dict(state.nccl_env)
         fault.apply(state, **options)
         host = state.host
-        _sync_nccl_conf(path, before, state)
+        sync_nccl_conf(root_for_state(path), before, state.nccl_env)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
     effect = f"{fault.check} should now fail" if fault.check else fault.description
     return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {effect}"
@@ -749,6 +737,7 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
 
 def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
     """Revert fault ``name`` in the state file at ``path``; a one-line report."""
+    from assessor.sim.config_root import root_for_state, sync_nccl_conf
     from assessor.sim.state import updating
 
     fault = get(name)
@@ -756,5 +745,5 @@ def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         before = dict(state.nccl_env)
         fault.revert(state, **options)
         host = state.host
-        _sync_nccl_conf(path, before, state)
+        sync_nccl_conf(root_for_state(path), before, state.nccl_env)
     return f"{name} reverted on {host} ({path})"

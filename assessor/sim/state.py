@@ -426,7 +426,11 @@ def _open_regular(p: Path) -> int:
 
 def load_state(path: str | os.PathLike[str]) -> NodeState:
     """Read a state file; InputError naming the file (and line) when it is missing or not a state."""
-    p = Path(path)
+    return from_dict(_read_document(Path(path)), source=str(path))
+
+
+def _read_document(p: Path) -> Any:
+    """The JSON document of the state file at ``p``; InputError naming the file (and line) when it is not one."""
     fd = _open_regular(p)
     try:
         with os.fdopen(fd, "rb") as fh:
@@ -443,7 +447,7 @@ def load_state(path: str | os.PathLike[str]) -> NodeState:
         raise InputError(f"{p}:{exc.lineno}: not JSON: {exc.msg}") from None
     except RecursionError:
         raise InputError(f"{p}: JSON nested too deeply to be a simulated node state") from None
-    return from_dict(data, source=str(p))
+    return data
 
 
 STAMP_KEY = "integrity"
@@ -471,6 +475,11 @@ def stamp_status(path: str | os.PathLike[str]) -> str:
             data = json.loads(fh.read(MAX_STATE_BYTES + 1).decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return "unreadable"
+    return _stamp_status_of(data)
+
+
+def _stamp_status_of(data: Any) -> str:
+    """:func:`stamp_status` of a document already read."""
     if not isinstance(data, dict):
         return "unreadable"
     written = data.get(STAMP_KEY)
@@ -534,8 +543,10 @@ def updating(path: str | os.PathLike[str]) -> Iterator[NodeState]:
             state.gpu(0).persistence_mode = True
     """
     with locked(path):
-        state = load_state(path)
-        if stamp_status(path) == "mismatch" and EDITED_MARK not in state.marks:
+        data = _read_document(Path(path))  # read once: the state and its stamp come from the same bytes
+        edited = _stamp_status_of(data) == "mismatch"
+        state = from_dict(data, source=str(path))
+        if edited and EDITED_MARK not in state.marks:
             # a hand edit stays evident after the simulator stamps its own change on top of it
             state.marks.append(EDITED_MARK)
         yield state

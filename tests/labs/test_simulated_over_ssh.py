@@ -109,3 +109,23 @@ def test_a_hand_edited_state_and_a_reference_solution_are_flagged_over_ssh(bed: 
     assert any(m == "solved drv-101" for m in load_state(node.state).marks)
     flagged = json.loads(gpulab(bed, node, "lab", "grade", "drv-101", db=db).stdout)
     assert any(flag.startswith(SOLUTION_APPLIED) for flag in flagged["flags"]), flagged["flags"]
+
+
+def test_a_cohort_of_simulated_nodes_starts_a_simulator_only_lab(bed: SshBed, tmp_path: Path) -> None:
+    node = bed.nodes[0]
+    inventory = bed.inventory(tmp_path / "hosts.yml")
+    candidates = tmp_path / "candidates.yml"
+    candidates.write_text(f"{node.name}: ada\n")
+    common = ["-i", str(inventory), "--identity", str(bed.client_key), "--known-hosts", str(bed.known_hosts)]
+    common += ["--db", str(tmp_path / "attempts.db")]
+    started = subprocess.run(
+        [*GPULAB, "lab", "start", "drv-201", *common, "--candidates", str(candidates)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    # the simulator's own start ran on the node's host: the upgraded driver waits for its module to reload
+    state = load_state(node.state)
+    assert state.driver.version != state.driver.kernel_module_version

@@ -45,16 +45,16 @@ def env_edit(argv: list[str], path: Path) -> str:
     problem = env_command_problem(argv)
     if problem:
         raise StepFailed(problem)
-    from assessor.sim.config_root import populated, root_for_state, set_nccl_conf
+    from assessor.sim.config_root import root_for_state, sync_nccl_conf
 
     with updating(path) as state:
+        before = dict(state.nccl_env)
         if argv[1] == "-u":
             state.nccl_env.pop(argv[2], None)
         else:
             name, _, value = argv[1].partition("=")
             state.nccl_env[name] = value
-        if populated(root_for_state(path)):
-            set_nccl_conf(root_for_state(path), {argv[2]: None} if argv[1] == "-u" else {name: value})
+        sync_nccl_conf(root_for_state(path), before, state.nccl_env)
     return f"$ {shlex.join(argv)}"
 
 

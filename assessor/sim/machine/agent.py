@@ -173,17 +173,11 @@ def publish(paths: NodePaths, state: NodeState) -> None:
 
 
 @dataclass
-class _Running:
-    process: NodeProcess
-    pid: int  # its PID in the node (the wanted one, unless that was taken)
-
-
-@dataclass
 class Agent:
     paths: NodePaths
     python: str
     proc: subprocess.Popen[bytes] | None = None
-    running: dict[int, _Running] = field(default_factory=dict)  # by PID in the node
+    running: dict[int, NodeProcess] = field(default_factory=dict)  # by its PID in the node (the state's, unless taken)
     expected: set[int] = field(default_factory=set)  # PIDs the agent itself ended
     events: list[dict[str, Any]] = field(default_factory=list)
     buffer: bytes = b""
@@ -289,7 +283,7 @@ class Agent:
             pid = reply.get("pid") if reply else None
             if not isinstance(pid, int):
                 return
-            self.running[pid] = _Running(process, pid)
+            self.running[pid] = process
             if pid == process.pid or attempt == 2:
                 return
             print(f"gpulab node agent: {process.comm} got PID {pid}, not {process.pid}: again", file=sys.stderr)
@@ -310,7 +304,8 @@ class Agent:
         self._deaths()
 
     def reconcile(self) -> None:
-        """Make the node's processes and published files what its state says."""
+        """Make the node's processes and published files what its state says (nothing to do while the state
+        file is the one last reconciled: every write replaces it, so its inode and time change)."""
         from assessor.errors import InputError
         from assessor.sim.machine.layout import node_processes
         from assessor.sim.state import load_state
@@ -318,12 +313,14 @@ class Agent:
         self._deaths()
         try:
             mark = _stat_mark(self.paths.state)
+            if mark == self.seen:
+                return
             state = load_state(self.paths.state)
         except (InputError, OSError):
             return
         self.seen = mark
         wanted = {p.key: p for p in node_processes(state)}
-        have = {r.process.key: pid for pid, r in self.running.items()}
+        have = {process.key: pid for pid, process in self.running.items()}
         for key, pid in have.items():
             if key not in wanted:
                 self._kill(pid)
@@ -350,11 +347,11 @@ class Agent:
             gone = self.running.pop(pid, None)
             if gone is None:
                 continue
-            print(f"gpulab node agent: {gone.process.comm} (PID {pid}) ended: {event}", file=sys.stderr, flush=True)
+            print(f"gpulab node agent: {gone.comm} (PID {pid}) ended: {event}", file=sys.stderr, flush=True)
             died_of = event.get("signal")
             sig = died_of if isinstance(died_of, int) else int(signal.SIGTERM)
             with contextlib.suppress(Exception), updating(self.paths.state) as state:
-                deliver(state, gone.process.pid, sig)
+                deliver(state, gone.pid, sig)
 
     # ---- serving the node's tools ------------------------------------------------------------
 
@@ -405,8 +402,7 @@ class Agent:
             except (OSError, ValueError):
                 request = None
             if isinstance(request, dict) and self.running:
-                self.sync()
-                self.reconcile()
+                self.sync()  # a `kill` typed just before this tool is in the state it reads
             bad = {"exit": 2, "stderr": "gpulab: bad request\n"}
             reply = self.answer(request) if isinstance(request, dict) else bad
             # the node's processes and /proc files follow the tool before it answers: a `pgrep` or a
@@ -435,17 +431,9 @@ class Agent:
             for key, _ in selector.select(POLL_S):
                 if key.data == "tool":
                     self._serve_one(listener)
-                else:
-                    self._read_events()
-                    if any(e.get("ev") == "exit" for e in self.events):
-                        self.reconcile()
-            if not self.paths.state.exists():
+            if not self.paths.state.exists() or self.proc.poll() is not None:
                 break
-            with contextlib.suppress(OSError):
-                if _stat_mark(self.paths.state) != self.seen:
-                    self.reconcile()
-            if self.proc.poll() is not None:
-                break
+            self.reconcile()  # deaths reported by PID 1, and a state changed from outside (a lab start)
         self.shutdown()
 
     def shutdown(self) -> None:
