@@ -65,6 +65,10 @@ class Gpu:
     fabric_status: str | None = None  # Success, or the error
     nvlinks: list[NvLink] | None = None
     compute_mode: str | None = None
+    # What says whether the GPU is busy, besides the gpu_idle clock-event reason (which a process merely
+    # holding memory clears): the performance state (P0 busiest .. P8/P12 idle) and utilisation in percent.
+    performance_state: str | None = None  # P0 .. P15, as nvidia-smi prints it
+    utilization_gpu_pct: float | None = None
 
 
 @dataclass
@@ -259,6 +263,10 @@ class NcclDebug:
     )  # distinct, e.g. P2P/IPC, P2P/CUMEM, NVLS, NET/IB/GDRDMA, NET/IB, NET/Socket, SHM
     gdrdma: bool | None = None  # True when some NET/IB channel says GDRDMA
     warnings: list[str] = field(default_factory=list)  # NCCL WARN lines
+    # The hosts of NCCL's "host:pid:tid [dev]" line prefixes, and the communicator size of its
+    # "comm ... rank R nranks N" lines: how many nodes and ranks a log without a results table came from.
+    hosts: list[str] = field(default_factory=list)
+    nranks: int | None = None
 
 
 @dataclass
@@ -374,8 +382,16 @@ class NodeFacts:
     dcgm_diag: DcgmDiag | None = None
     os_release: dict[str, str] | None = None
     uname: str | None = None
+    # How many GPUs the driver reports attached (nvidia-smi -q's "Attached GPUs", the XML's
+    # <attached_gpus>): more than ``gpus`` holds when the output was cut or filtered (-i 0, -d MEMORY).
+    gpus_attached: int | None = None
     # fact field -> why it could not be read (a broken source, not a missing one)
     problems: dict[str, str] = field(default_factory=dict)
+    # fact field -> why the source gave only part of it (a cut or filtered excerpt such as `lsmod | grep`):
+    # what is there counts, but what is absent is not evidence of absence.
+    partial: dict[str, str] = field(default_factory=dict)
+    # What fact assembly tells the reader: sources that disagreed and which one was taken, excerpts.
+    notes: list[str] = field(default_factory=list)
     # fact field -> snapshot file it came from
     sources: dict[str, str] = field(default_factory=dict)
 

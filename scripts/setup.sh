@@ -36,6 +36,8 @@ for tool in unshare:util-linux nsenter:util-linux ps:procps fuser:psmisc lsof:ls
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
 done
 [ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ] || missing+=(python3)
+# gpulab's libnvidia-ml.so.1 is built from C on first use, and its tests compile a C program against nvml.h.
+command -v cc >/dev/null || missing+=(gcc libc6-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   apt_install "${missing[@]}" || echo "setup: install ${missing[*]} (gpulab sim shell needs them)" >&2
 fi
@@ -45,3 +47,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+
+# Third-party NVML programs the library is tested with, each in a virtual environment of its own where gpulab
+# is NOT installed, so that only the library can answer them: nvidia-ml-py 12 and 13 with gpustat, nvitop,
+# py3nvml and pynvml_utils (tests/sim/test_nvml_library.py).
+tool_venv() {
+  local dir=$1
+  shift
+  [ -f "$dir/.complete" ] && return 0
+  rm -rf "$dir"
+  "$PY" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" && touch "$dir/.complete"
+}
+tool_venv .tools/nvml12 nvidia-ml-py==12.535.161 pynvml==12.0.0 gpustat==1.1.1 nvitop==1.7.2 py3nvml==0.2.7
+tool_venv .tools/nvml13 nvidia-ml-py==13.615.71 pynvml==13.0.1 gpustat==1.1.1 nvitop==1.7.2 py3nvml==0.2.7

@@ -98,6 +98,7 @@ def assess_one(
     facts = facts_from_snapshot(snap)
     host = job.target.name or facts.host
     notes = [f"{name}: not used: {why}" for name, why in snap.unused.items()]
+    notes += list(dict.fromkeys(facts.notes))  # what assembly says: excerpts, sources that disagreed
     return TargetResults(
         job.target.spec, host, run_profile(facts, profile), captured_at=when, timings=timings, notes=notes
     )

@@ -178,6 +178,10 @@ def _gpu(s: _Session, index: int, h: Any) -> Gpu:
     gpu.persistence_mode = bool(persistence) if persistence is not None else None
     mode = s.get(f"{p} compute mode", lambda: nvml.nvmlDeviceGetComputeMode(h))
     gpu.compute_mode = _COMPUTE_MODES.get(mode) if mode is not None else None
+    pstate = s.get(f"{p} performance state", lambda: nvml.nvmlDeviceGetPerformanceState(h))
+    gpu.performance_state = f"P{pstate}" if pstate is not None and 0 <= pstate <= 15 else None  # 32: unknown
+    util = s.get(f"{p} utilization", lambda: nvml.nvmlDeviceGetUtilizationRates(h))  # NotSupported in MIG mode
+    gpu.utilization_gpu_pct = float(util.gpu) if util is not None else None
     _ecc(s, p, h, gpu)
     _memory_health(s, p, h, gpu)
     _pcie(s, p, h, gpu)

@@ -48,7 +48,9 @@ FILES: tuple[SnapshotFile, ...] = (
     _row("nvidia-smi-topo.txt", "nvidia-smi-topo", "nvidia-smi topo -m", ("nvidia-smi", "topo", "-m")),
     _row("nvidia-smi-mig-lgi.txt", "nvidia-smi-mig-lgi", "nvidia-smi mig -lgi", ("nvidia-smi", "mig", "-lgi")),
     _row("nvidia-smi-nvlink.txt", "nvidia-smi-nvlink", "nvidia-smi nvlink -s"),
-    _row("nvidia-smi-mig-lgip.txt", "nvidia-smi-mig-lgip", "nvidia-smi mig -lgip"),
+    _row("nvidia-smi-mig-lgip.txt", "nvidia-smi-mig-lgip", "nvidia-smi mig -lgip", priority=20),
+    # -lgipp adds each -lgip profile's placements (fact assembly joins them by GPU and profile id).
+    _row("nvidia-smi-mig-lgipp.txt", "nvidia-smi-mig-lgipp", "nvidia-smi mig -lgipp", priority=21),
     _row("ibstat.txt", "ibstat", "ibstat", ("ibstat",)),
     _row("ibv_devinfo.txt", "ibv-devinfo", "ibv_devinfo", ("ibv_devinfo",)),
     _row("lsmod.txt", "lsmod", "lsmod", ("lsmod",)),
@@ -64,6 +66,15 @@ FILES: tuple[SnapshotFile, ...] = (
         "systemctl-show",
         "systemctl show of the NVIDIA services",
         ("systemctl", "show", "-p", SERVICE_PROPERTIES, *SERVICES),
+        priority=10,
+    ),
+    # What people paste for a unit: its states, and the journal lines that say why it failed. The
+    # states of services.txt win where both have a unit; the journal's reason is kept.
+    _row(
+        "systemctl-status.txt",
+        "systemctl-status",
+        "systemctl status or journalctl -u of the NVIDIA services (as pasted)",
+        priority=11,
     ),
     _row(
         "driver-version.txt",

@@ -10,6 +10,7 @@ from assessor.checks import (  # noqa: F401  (registration side effects)
     ib,
     mig,
     nccl,
+    node,
     topo,
 )
 from assessor.checks.base import REGISTRY, CheckSpec, run_check

@@ -87,6 +87,8 @@ def need(facts: NodeFacts, name: str) -> Any:
     problem = facts.problems.get(name)
     if problem:
         raise BrokenFacts(problem)
+    if facts.partial.get(name):
+        raise MissingFacts(f"no {name.replace('_', ' ')} facts: {facts.partial[name]}")
     raise MissingFacts(f"no {name.replace('_', ' ')} facts: the snapshot lacks {fact_sources(name)}")
 
 

@@ -66,6 +66,9 @@ def driver_loaded(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected="the same version",
             hint=RELOAD_HINT,
         )
+    filtered = facts.partial.get("modules")
+    if modules is not None and "nvidia" not in modules and filtered:
+        modules = None  # an excerpt (lsmod | grep mlx5) that does not list nvidia says nothing about it
     if modules is not None and "nvidia" not in modules:
         return result(
             "driver.loaded",
@@ -90,6 +93,8 @@ def driver_loaded(facts: NodeFacts, params: dict[str, Any]) -> Result:
     broken = [f"{name}: {facts.problems[name]}" for name in ("driver", "modules", "gpus") if name in facts.problems]
     if broken:
         raise BrokenFacts("; ".join(broken))
+    if filtered:
+        raise MissingFacts(f"the nvidia module is not in the lsmod excerpt, which proves nothing: {filtered}")
     raise MissingFacts("no driver, lsmod or GPU facts: the snapshot lacks driver-version.txt, lsmod.txt and nvml.json")
 
 

@@ -56,6 +56,20 @@ def service_problem(service: Service | None, name: str) -> str | None:
     ),
 )
 def fabric_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    if facts.gpus is None and "gpus" not in facts.problems and facts.services is not None:
+        fm = find_service(facts.services, FABRIC_MANAGER)
+        if fm is not None and _failed_for_real(fm):
+            # No GPU list (a pasted systemctl status alone), but a fabric manager that died of an error of its
+            # own (a driver version mismatch) leaves whatever NVSwitch fabric the node has uninitialised.
+            died = service_problem(fm, FABRIC_MANAGER) or f"{FABRIC_MANAGER} is not active"
+            return result(
+                "fabric.state",
+                "fail",
+                f"{died} (GPUs not captured)",
+                observed={"nvidia-fabricmanager": died},
+                expected={"nvidia-fabricmanager": "active"},
+                hint=FM_HINT,
+            )
     gpus = need_gpus(facts)
     if not ref.is_nvswitch_system(gpus):
         names = sorted({g.name or "unknown GPU" for g in gpus})

@@ -7,8 +7,9 @@ from collections import Counter
 from typing import Any
 
 from assessor.checks import references as ref
-from assessor.checks.base import Param, check, need, result
+from assessor.checks.base import MissingFacts, Param, check, need, result
 from assessor.checks.common import gpu_label, join_limited, labels, need_gpus, reading, verdict
+from assessor.checks.fabric import find_service, service_problem
 from assessor.checks.result import Result, Status
 from assessor.facts import Gpu, KernelEvent, NodeFacts, NvLink, Topology
 from assessor.pci import bus_key
@@ -31,7 +32,9 @@ def _service_active(facts: NodeFacts, name: str) -> bool | None:
     params=(Param("expected", "int", None, "number of GPUs the node must show (None: at least one)"),),
     doc=(
         "Counts the GPUs the driver sees. A GPU that fell off the bus (Xid 79), failed to initialise or was "
-        "never seated disappears from the list, so a short count is the first sign of a hardware fault."
+        "never seated disappears from the list, so a short count is the first sign of a hardware fault. An "
+        "output cut or filtered to fewer GPUs (`nvidia-smi -q -i 0`, a paste cut after GPU 0) is counted by its "
+        "own 'Attached GPUs' header, unless it says a GPU's handle could not be read (a lost GPU)."
     ),
     remedy=(
         "Compare `lspci -d 10de:` with `nvidia-smi -L`; read dmesg for Xid 79 or 'fallen off the bus'. "
@@ -42,6 +45,12 @@ def gpu_count(facts: NodeFacts, params: dict[str, Any]) -> Result:
     gpus = need(facts, "gpus")
     expected = params.get("expected")
     count = len(gpus)
+    # A cut or filtered output (-q -i 0, a paste cut after GPU 0) lists fewer GPUs than its own header
+    # counts; the header is the driver's count.
+    listed = ""
+    if facts.gpus_attached is not None and facts.gpus_attached > count:
+        listed = f" (the driver's count: the output lists {count}, the rest was cut or filtered)"
+        count = facts.gpus_attached
     hint = "compare lspci -d 10de: with nvidia-smi -L, look for Xid 79 in dmesg (gpu.xid); reboot, then reseat or RMA"
     if count == 0:
         return result("gpu.count", "fail", "no GPUs found", observed=0, expected=expected or ">= 1", hint=hint)
@@ -59,17 +68,21 @@ def gpu_count(facts: NodeFacts, params: dict[str, Any]) -> Result:
             hint=hint,
         )
     if expected is not None and count != int(expected):
-        seen = ", ".join(str(g.index) for g in gpus)
+        seen = f"indices {', '.join(str(g.index) for g in gpus)}" if not listed else listed.strip(" ()")
         return result(
             "gpu.count",
             "fail",
-            f"found {count} GPUs (indices {seen}), expected {expected}",
+            f"found {count} GPUs ({seen}), expected {expected}",
             observed=count,
             expected=int(expected),
             hint=hint,
         )
     return result(
-        "gpu.count", "pass", f"{count} GPUs", observed=count, expected=int(expected) if expected is not None else ">= 1"
+        "gpu.count",
+        "pass",
+        f"{count} GPUs{listed}",
+        observed=count,
+        expected=int(expected) if expected is not None else ">= 1",
     )
 
 
@@ -151,6 +164,18 @@ def gpu_persistence(facts: NodeFacts, params: dict[str, Any]) -> Result:
     if daemon and not reported:
         # The GPUs say nothing (or were not captured): the running daemon is the evidence left.
         return result("gpu.persistence", "pass", "nvidia-persistenced is active", observed="nvidia-persistenced active")
+    if daemon is False and not reported:
+        # Likewise the other way: the daemon that keeps the GPUs initialised is down, and no GPU says otherwise.
+        problem = service_problem(find_service(facts.services or [], PERSISTENCED), PERSISTENCED)
+        return result(
+            "gpu.persistence",
+            "fail",
+            f"{problem}, and no GPU reports its persistence mode"
+            + ("" if facts.gpus is not None else " (no GPU list captured)"),
+            observed=problem,
+            expected="nvidia-persistenced active, or persistence mode on",
+            hint="systemctl enable --now nvidia-persistenced; journalctl -u nvidia-persistenced says why it stopped",
+        )
     gpus = need_gpus(facts)
     off = [gpu_label(g) for g in gpus if g.persistence_mode is False]
     unknown = [gpu_label(g) for g in gpus if g.persistence_mode is None]
@@ -346,7 +371,10 @@ def gpu_row_remap(facts: NodeFacts, params: dict[str, Any]) -> Result:
     doc=(
         "Compares each GPU's current PCIe link with its maximum (Gen4 x16 on A100, Gen5 x16 on H100/H200). "
         "A narrow link (x8, x4) is a seating, riser or cable fault and always fails. The generation drops to "
-        "Gen1 on an idle GPU to save power, so a low generation on an idle GPU only warns."
+        "Gen1 on an idle GPU to save power, so a low generation on an idle GPU only warns. Idle is what the "
+        "driver's gpu_idle clock-event reason says, or what utilisation (5 % or less), the performance state "
+        "(P5 or lower) and the power draw (under 30 % of the limit) say: a process holding memory clears the "
+        "idle reason of a GPU that does nothing."
     ),
     remedy=(
         "Rerun under load to rule out idle downshift (e.g. during nccl-tests). A degraded width or a low "
@@ -369,13 +397,13 @@ def gpu_pcie_link(facts: NodeFacts, params: dict[str, Any]) -> Result:
             fails.append(f"{gpu_label(g)}: link {link}, width below x{want_width}")
             observed[str(g.index)] = link
         elif g.pcie_gen_current < want_gen:
-            idle = g.throttle_reasons is None or "gpu_idle" in g.throttle_reasons
+            idle, why = gpu_idle(g)
             message = f"{gpu_label(g)}: link {link}, below Gen{want_gen}"
             observed[str(g.index)] = link
             if idle_ok and idle:
-                warns.append(message + " (idle GPU: may be power-saving downshift)")
+                warns.append(message + f" (idle GPU{why}: may be power-saving downshift)")
             else:
-                fails.append(message + " under load")
+                fails.append(message + (f" under load{why}" if not idle else " on an idle GPU"))
     checked = len(gpus) - len(unknown)
     expected = {"gen": min_gen or "max", "width": min_width or "max"}
     return verdict(
@@ -391,6 +419,51 @@ def gpu_pcie_link(facts: NodeFacts, params: dict[str, Any]) -> Result:
         fail_hint="reseat the GPU or riser and check the slot's BIOS link settings; RMA if it stays degraded",
         warn_hint="rerun the capture while the GPU is busy (e.g. during nccl-tests) to rule out idle downshift",
     )
+
+
+# At or below these a GPU does no work: utilisation in percent, and power as a share of its limit.
+IDLE_UTILIZATION_PCT = 5.0
+IDLE_POWER_SHARE = 0.3
+BUSY_UTILIZATION_PCT = 10.0
+
+
+def gpu_idle(g: Gpu) -> tuple[bool, str]:
+    """Whether the GPU is idle, and the readings that say so (``", P8, 0 % utilisation"``).
+
+    The gpu_idle clock-event reason is the driver's own word, but a process that merely holds GPU memory
+    clears it; utilisation, the performance state and the power draw say it as an engineer reads it. With
+    none of them known the GPU counts as idle (a downshift warns rather than fails on no evidence).
+    """
+    reasons = g.throttle_reasons
+    util = reading(g.utilization_gpu_pct)
+    pstate = _pstate_number(g.performance_state)
+    draw, limit = reading(g.power_draw_w), reading(g.power_limit_w)
+    low_power = draw is not None and limit is not None and limit > 0 and draw <= limit * IDLE_POWER_SHARE
+    readings = [
+        x
+        for x in (
+            g.performance_state if pstate is not None else None,
+            f"{util:g} % utilisation" if util is not None else None,
+            f"{draw:g} W of {limit:g} W" if low_power and draw is not None and limit is not None else None,
+        )
+        if x
+    ]
+    why = f", {', '.join(readings)}" if readings else ""
+    if reasons and "gpu_idle" in reasons:
+        return True, why
+    if util is not None and util >= BUSY_UTILIZATION_PCT:
+        return False, why
+    low_state = pstate is not None and pstate >= 5
+    if util is not None and util <= IDLE_UTILIZATION_PCT and (low_state or low_power):
+        return True, why
+    if util is None and low_state:
+        return True, why
+    return reasons is None and util is None and pstate is None, why
+
+
+def _pstate_number(state: str | None) -> int | None:
+    match = re.fullmatch(r"P(\d{1,2})", (state or "").strip())
+    return int(match.group(1)) if match else None
 
 
 THROTTLE_HINTS = {
@@ -620,36 +693,64 @@ NVLINK_ERR_HINT = "nvidia-smi nvlink -e; reset the counters (nvidia-smi nvlink -
 _NV_RE = re.compile(r"^NV(\d+)$")
 
 
-def _topo_links(topology: Topology | None, index: int, switched: bool) -> int | None:
-    """NVLinks of GPU ``index`` from ``nvidia-smi topo -m``; None when the matrix lacks the GPU.
+# No GPU has more NVLinks than this (H100, H200, B200: 18): NV# values to its peers that add up to
+# more can only be one bonded set seen through NVSwitches, not links of their own.
+MAX_NVLINKS = 18
+_GPU_COLUMN = re.compile(r"^GPU(\d+)$")
 
-    On NVSwitch boards every GPU pair shows the GPU's whole bonded set (NV12 to every peer on
-    an A100 SXM), so the largest NV# is the link count; on direct point-to-point boards each
-    pair has its own links, so they add up.
+
+def _topo_links(topology: Topology | None, index: int, switched: bool) -> int | None:
+    """NVLinks of GPU ``index`` from ``nvidia-smi topo -m``; None when the matrix says nothing of the GPU.
+
+    Each pair's cell is read from the GPU's row, or from the peer's row where the GPU's own row was not
+    captured (the matrix is symmetric). On NVSwitch boards every pair shows the GPU's whole bonded set
+    (NV12 to every peer on an A100 SXM, NV18 on H100/B200, also on a 4-GPU GB200 tray), so the largest
+    NV# is the link count; on direct point-to-point boards (DGX-1, 4-GPU HGX A100, NVL pairs) each
+    pair has its own links, so they add up. Values that add up past any GPU's link count are switched.
     """
     if topology is None:
         return None
-    row = topology.matrix.get(f"GPU{index}")
-    if row is None:
+    me = f"GPU{index}"
+    peers = [d for d in topology.devices if _GPU_COLUMN.match(d) and d != me]
+    peers += [r for r in topology.matrix if _GPU_COLUMN.match(r) and r != me and r not in peers]
+    row = topology.matrix.get(me)
+    cells: list[str] = []
+    for peer in peers:
+        cell = row.get(peer) if row is not None else None
+        if cell is None and peer in topology.matrix:
+            cell = topology.matrix[peer].get(me)
+        if cell is not None:
+            cells.append(cell.strip())
+    if not cells:
         return None
-    counts = []
-    for col, value in row.items():
-        match = _NV_RE.match(value.strip())
-        if col.startswith("GPU") and col != f"GPU{index}" and match:
-            counts.append(int(match.group(1)))
+    counts = [int(m.group(1)) for c in cells if (m := _NV_RE.match(c))]
     if not counts:
         return 0
-    return max(counts) if switched else sum(counts)
+    uniform_mesh = len(set(counts)) == 1 and len(counts) >= 7
+    if switched or uniform_mesh or sum(counts) > MAX_NVLINKS:
+        return max(counts)
+    return sum(counts)
+
+
+def _topo_gpus(topology: Topology) -> list[Gpu]:
+    """The GPUs a ``topo -m`` matrix names (columns and rows), for a snapshot that holds no GPU list."""
+    indices = sorted({int(m.group(1)) for d in [*topology.devices, *topology.matrix] if (m := _GPU_COLUMN.match(d))})
+    return [Gpu(index=i) for i in indices]
 
 
 def _nvlink_lists(facts: NodeFacts) -> tuple[list[Gpu], dict[int, list[NvLink]]]:
     """The GPUs and each one's NVLinks (by index): NVML's, else ``nvidia-smi nvlink -s``'s.
 
-    With only ``nvidia-smi nvlink -s`` captured, its GPU headers are the GPU list.
+    With only ``nvidia-smi nvlink -s`` captured, its GPU headers are the GPU list; with only
+    ``nvidia-smi topo -m``, its GPU rows and columns are.
     """
     status = facts.nvlink_status or []
     if facts.gpus is None and status:
         gpus = [Gpu(index=s.gpu, name=s.name, uuid=s.uuid) for s in status]
+    elif facts.gpus is None and facts.topology is not None and "gpus" not in facts.problems:
+        gpus = _topo_gpus(facts.topology)
+        if not gpus:
+            raise MissingFacts("nvidia-smi topo -m names no GPU, and the snapshot holds no GPU list")
     else:
         gpus = need_gpus(facts)
     by_uuid = {s.uuid: s for s in status if s.uuid and s.uuid != "..."}
@@ -676,9 +777,12 @@ def _nvlink_lists(facts: NodeFacts) -> tuple[list[Gpu], dict[int, list[NvLink]]]
         ),
     ),
     doc=(
-        "Counts each GPU's active NVLinks (from NVML, or from the NV# entries of `nvidia-smi topo -m`) against "
-        "the number the board has, and reports any nonzero NVLink error counter. A down link halves or worse "
-        "the GPU's all-reduce bandwidth, and dcgmi diag passes with every NVLink down."
+        "Counts each GPU's active NVLinks (from NVML, `nvidia-smi nvlink -s`, or the NV# of each GPU pair in "
+        "`nvidia-smi topo -m`) against the number the board has, and reports any nonzero NVLink error counter. "
+        "Without a reference count, an SXM GPU that lists some links inactive fails (its links are baseboard "
+        "traces), and GPUs read from topo -m are judged against each other: one with fewer links than its "
+        "peers fails. A down link halves or worse the GPU's all-reduce bandwidth, and dcgmi diag passes with "
+        "every NVLink down."
     ),
     remedy=(
         "Check `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e`; on NVSwitch systems make sure the fabric "
@@ -695,6 +799,7 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
     fails, warns, unknown, no_reference = [], [], [], []
     observed: dict[str, int] = {}
     judged = 0
+    from_topology: dict[int, int] = {}  # GPU index -> NVLinks topo -m shows, for GPUs without a reference
     for g in gpus:
         if wanted in (None, ref.AUTO):
             expected = ref.NVLINK_LINKS.get(ref.model_family(g.name) or "") if ref.is_sxm(g.name) else None
@@ -714,7 +819,19 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
             inactive = [str(link.link) for link in nvlinks or () if not link.active]
             if active and inactive:
                 # No reference count, but some links up and others down is a board with a link lost.
-                warns.append(f"{gpu_label(g)}: {active} NVLinks active, links {', '.join(inactive)} inactive")
+                lost = f"{gpu_label(g)}: {active} NVLinks active, links {', '.join(inactive)} inactive"
+                if ref.is_sxm(g.name):
+                    # On an SXM board every link is a trace to the baseboard: each one the GPU lists must be up
+                    # (a PCIe card's bridge may leave links unconnected by design).
+                    fails.append(lost)
+                    judged += 1
+                    observed[str(g.index)] = active
+                else:
+                    warns.append(lost)
+                continue
+            if nvlinks is None and active is not None and wanted in (None, ref.AUTO):
+                from_topology[g.index] = active  # judged against its peers below
+                continue
             no_reference.append(g.name or gpu_label(g))
             continue
         if active is None:
@@ -726,6 +843,21 @@ def gpu_nvlink(facts: NodeFacts, params: dict[str, Any]) -> Result:
             down = [str(link.link) for link in nvlinks or () if not link.active]
             which = f" (down: {', '.join(down)})" if down else ""
             fails.append(f"{gpu_label(g)}: {active}/{expected} NVLinks active{which}")
+    best = max(from_topology.values(), default=0)
+    by_index = {g.index: g for g in gpus}
+    for index, active in sorted(from_topology.items()):
+        if best == 0:
+            # No GPU shows an NVLink to any peer: a PCIe system, or every link down; only a count can tell.
+            no_reference.append(by_index[index].name or gpu_label(by_index[index]))
+            continue
+        # Without a reference count the GPUs are judged against each other: the matrix shows every pair.
+        judged += 1
+        observed[str(index)] = active
+        if active < best:
+            fails.append(
+                f"{gpu_label(by_index[index])}: {active} NVLinks to its peers in nvidia-smi topo -m, "
+                f"the other GPUs {best}"
+            )
     if judged == 0 and not unknown and not warns:
         names = sorted(set(no_reference))
         return result(

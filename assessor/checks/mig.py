@@ -17,7 +17,7 @@ RESET_HINT = "reset the GPU (nvidia-smi -i N -r) or reboot so the pending MIG mo
 @check(
     "mig.mode",
     title="MIG mode",
-    facts=("gpus",),
+    facts=("gpus", "mig_profiles", "mig_instances"),
     params=(
         Param("expected", "bool", True, "MIG mode the GPUs must be in"),
         Param("gpus", "list", None, "GPU indices to check (None: every GPU)"),
@@ -25,7 +25,9 @@ RESET_HINT = "reset the GPU (nvidia-smi -i N -r) or reboot so the pending MIG mo
     doc=(
         "Verifies that MIG mode is on (or off) on the chosen GPUs and that no mode change is pending. On "
         "Ampere the new mode stays pending until the GPU is reset, and a GPU without MIG support (V100, L40S, "
-        "consumer parts) can never be enabled."
+        "consumer parts) can never be enabled. Without GPU facts, `nvidia-smi mig -lgip`/`-lgipp` (which list "
+        "every MIG-enabled GPU, and say 'No MIG-enabled devices found' when there is none) and the GPUs that "
+        "hold instances in `-lgi` are the evidence."
     ),
     remedy=(
         "`nvidia-smi -i N -mig 1` (as root, with no process on the GPU), then reset it (`nvidia-smi -i N -r`) "
@@ -33,6 +35,10 @@ RESET_HINT = "reset the GPU (nvidia-smi -i N -r) or reboot so the pending MIG mo
     ),
 )
 def mig_mode(facts: NodeFacts, params: dict[str, Any]) -> Result:
+    if facts.gpus is None and "gpus" not in facts.problems:
+        listed = _mig_enabled_listed(facts)
+        if listed is not None:
+            return _mode_from_listing(listed, facts.mig_profiles is not None, params)
     gpus = need_gpus(facts)
     expected = bool(params.get("expected", True))
     wanted = params.get("gpus")
@@ -80,6 +86,77 @@ def mig_mode(facts: NodeFacts, params: dict[str, Any]) -> Result:
     )
 
 
+def _mig_enabled_listed(facts: NodeFacts) -> set[int] | None:
+    """The GPUs ``nvidia-smi mig`` shows in MIG mode; None when it says nothing about it.
+
+    ``-lgip``/``-lgipp`` list the profiles of every MIG-enabled GPU (none: "No MIG-enabled devices found"),
+    so their list is complete; ``-lgi`` shows only the GPUs that hold a GPU instance.
+    """
+    if facts.mig_profiles is not None:
+        return {p.gpu for p in facts.mig_profiles} | {gi.gpu for gi in facts.mig_instances or ()}
+    if facts.mig_instances:
+        return {gi.gpu for gi in facts.mig_instances}
+    return None
+
+
+def _mode_from_listing(listed: set[int], complete: bool, params: dict[str, Any]) -> Result:
+    expected = bool(params.get("expected", True))
+    wanted = params.get("gpus")
+    word = "enabled" if expected else "disabled"
+    source = "nvidia-smi mig -lgip" if complete else "nvidia-smi mig -lgi"
+    shown = ", ".join(map(str, sorted(listed))) or "none"
+    observed = {"mig_enabled_gpus": sorted(listed), "source": source}
+    hint = "capture nvidia-smi -q -x (or the NVML collector) so every GPU's MIG mode and pending mode are known"
+    if expected:
+        chosen = sorted(listed) if wanted is None else [int(i) for i in wanted]
+        missing = [i for i in chosen if i not in listed]
+        if not listed and complete:
+            return result(
+                "mig.mode",
+                "fail",
+                f"no GPU is in MIG mode ({source}: No MIG-enabled devices found)",
+                observed=observed,
+                expected=word,
+                hint="nvidia-smi -i N -mig 1 (as root, GPU idle), then reset the GPU if the mode shows pending",
+            )
+        if missing and complete:
+            return result(
+                "mig.mode",
+                "fail",
+                f"MIG not enabled on GPU {', '.join(map(str, missing))} ({source} lists MIG-enabled GPU {shown})",
+                observed=observed,
+                expected=word,
+                hint="nvidia-smi -i N -mig 1 (as root, GPU idle), then reset the GPU if the mode shows pending",
+            )
+        if missing or wanted is None:
+            unknown = f"; MIG mode unknown for GPU {', '.join(map(str, missing))}" if missing else ""
+            rest = "" if missing else "; GPUs it does not list have MIG off or were not captured (no GPU list)"
+            return result(
+                "mig.mode",
+                "warn",
+                f"MIG enabled on GPU {shown} per {source}{unknown or rest}",
+                observed=observed,
+                expected=word,
+                hint=hint,
+            )
+        return result("mig.mode", "pass", f"MIG enabled on GPU {shown} per {source}", observed=observed, expected=word)
+    on = sorted(listed) if wanted is None else [int(i) for i in wanted if int(i) in listed]
+    if on:
+        return result(
+            "mig.mode",
+            "fail",
+            f"MIG enabled on GPU {', '.join(map(str, on))} per {source}, expected disabled",
+            observed=observed,
+            expected=word,
+            hint="nvidia-smi -i N -mig 0 (as root, instances destroyed first), then reset the GPU",
+        )
+    if complete:
+        return result("mig.mode", "pass", f"no GPU in MIG mode per {source}", observed=observed, expected=word)
+    return result(
+        "mig.mode", "skip", f"{source} cannot show a GPU with MIG off", observed=observed, expected=word, hint=hint
+    )
+
+
 def profile_name(name: str) -> str:
     """``MIG 3g.40gb`` -> ``3g.40gb`` (the form nvidia-smi -lgi prints and profiles use)."""
     name = name.strip()
@@ -112,7 +189,7 @@ def _create_command(index: int, names: list[str]) -> str:
 @check(
     "mig.layout",
     title="MIG instance layout",
-    facts=("mig_instances", "gpus"),
+    facts=("mig_instances", "gpus", "mig_profiles"),
     params=(
         Param(
             "layout",
@@ -170,6 +247,10 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
     commands: list[str] = []
     if params.get("require_compute_instances"):
         fails, commands = _missing_compute_instances(instances, sorted(want), facts.mig_compute_gis or {})
+    offered: dict[int, list[str]] = {}
+    for profile in facts.mig_profiles or ():
+        if profile.name:  # -lgipp alone names no profile
+            offered.setdefault(profile.gpu, []).append(profile_name(profile.name))
     for index, counts in sorted(want.items()):
         got = have.get(index, Counter())
         if got != counts:
@@ -177,7 +258,15 @@ def mig_layout(facts: NodeFacts, params: dict[str, Any]) -> Result:
             for g in facts.gpus or ():
                 if g.index == index:
                     label = gpu_label(g)
-            fails.append(f"{label} has {_describe(got)}, expected {_describe(counts)}")
+            finding = f"{label} has {_describe(got)}, expected {_describe(counts)}"
+            unknown_names = sorted(n for n in counts if index in offered and n not in offered[index])
+            if unknown_names:
+                # The layout asks for profiles this GPU does not have (an A100 layout on an H100, say).
+                finding += (
+                    f"; it offers no {', '.join(unknown_names)} "
+                    f"(nvidia-smi mig -lgip: {', '.join(dict.fromkeys(offered[index]))})"
+                )
+            fails.append(finding)
             commands.append(_create_command(index, list(counts.elements())))
     observed = {str(i): _describe(c) for i, c in sorted(have.items())}
     expected = {str(i): _describe(c) for i, c in sorted(want.items())}

@@ -19,7 +19,12 @@ def _size(n: int) -> str:
 
 
 def _hosts(run: NcclRun) -> set[str]:
-    return {d.host for d in run.devices if d.host}
+    """The hosts of the run: its '# Rank' lines, else the host prefixes of its NCCL lines."""
+    return {d.host for d in run.devices if d.host} or set(run.debug.hosts)
+
+
+def _ranks(run: NcclRun) -> int | None:
+    return run.nranks or run.debug.nranks or None
 
 
 def _is_all_reduce(run: NcclRun) -> bool | None:
@@ -199,7 +204,12 @@ def nccl_errors(facts: NodeFacts, params: dict[str, Any]) -> Result:
             "IB completion errors point at a port or cable (ib.ports_active, ib.rate); wrong results at a GPU "
             "or link (gpu.xid, gpu.nvlink, dcgm.diag -r 3)"
         )
-        return result("nccl.errors", "fail", "; ".join(fails), observed=observed, expected=expected, hint=hint)
+        if warnings and not run.rows:
+            # No result row after the WARN: the run died of it (or the capture holds only the log).
+            fails[-1] = ("the run stopped on an NCCL error: " if run.tests_output else "") + fails[-1]
+        failed = result("nccl.errors", "fail", "; ".join(fails), observed=observed, expected=expected, hint=hint)
+        failed.evidence = [f"NCCL WARN {w.strip()}" for w in warnings[:3]] or None
+        return failed
     if not run.rows and not run.tests_output:
         return result(
             "nccl.errors",
@@ -267,7 +277,9 @@ def _auto_bool(value: Any) -> bool | None:
     doc=(
         "Reads NCCL_DEBUG=INFO lines for the network NCCL chose and the transports of its channels. A multi-node "
         "run on sockets ('NET/IB : No device found' then 'Using network Socket') is an order of magnitude slow; "
-        "IB without GDRDMA stages every transfer through host memory. IBext (a net plugin) counts as IB."
+        "IB without GDRDMA stages every transfer through host memory. IBext (a net plugin) counts as IB. An "
+        "NCCL_DEBUG log without a results table is judged too: its lines' host prefixes and NET/ channels say "
+        "whether the job spans nodes."
     ),
     remedy=(
         "Sockets: make the HCAs visible to NCCL (rdma-core and /dev/infiniband in the container, NCCL_IB_HCA, "
@@ -281,7 +293,9 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
         return result(
             "nccl.transport",
             "skip",
-            "no NCCL_DEBUG=INFO lines in the run",
+            "the NCCL log names no network and no channel transport"
+            if run.debug.hosts or run.debug.warnings or run.debug.nccl_version
+            else "no NCCL_DEBUG=INFO lines in the run",
             hint="rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET) and capture its output",
         )
     transports = list(debug.transports)
@@ -297,7 +311,13 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
     require = _auto_bool(params.get("require_gdrdma"))
     if require is None:
         require = multi and is_ib
-    observed = {"network": debug.network, "transports": transports, "hosts": len(hosts) or None, "gdrdma": debug.gdrdma}
+    observed = {
+        "network": debug.network,
+        "transports": transports,
+        "hosts": len(hosts) or None,
+        "ranks": _ranks(run),
+        "gdrdma": debug.gdrdma,
+    }
     expected = {"network": "IB" if multi else "any", "gdrdma": bool(require)}
     if multi and is_socket:
         cause = (
@@ -305,6 +325,9 @@ def nccl_transport(facts: NodeFacts, params: dict[str, Any]) -> Result:
             if debug.ib_no_device
             else ("NCCL uses sockets between nodes")
         )
+        size = [f"{len(hosts)} nodes" if len(hosts) > 1 else "", f"{_ranks(run)} ranks" if _ranks(run) else ""]
+        if any(size):
+            cause += f" ({', '.join(x for x in size if x)})"
         return result(
             "nccl.transport",
             "fail",

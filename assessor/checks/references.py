@@ -8,6 +8,7 @@ for the number instead of guessing one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,12 +94,18 @@ def model_family(name: str | None) -> str | None:
 
 
 def is_sxm(name: str | None) -> bool:
-    """True for SXM parts: ``A100-SXM4-40GB``, ``H100 80GB HBM3``, ``H200`` (not NVL or PCIe)."""
+    """True for SXM parts: ``A100-SXM4-40GB``, ``H100 80GB HBM3``, ``H200``, ``B200`` (not NVL or PCIe).
+
+    The HGX Blackwell parts (``NVIDIA B200``, ``B300``) come only as SXM modules; the Grace superchips
+    (``GB200``, ``GH200``) are not HGX boards and are not counted here.
+    """
     if not name:
         return False
     upper = name.upper()
     if "PCIE" in upper or "NVL" in upper:
         return False
+    if re.search(r"(?<![A-Z0-9])B[23]00\b", upper):
+        return True
     return "SXM" in upper or "HBM3" in upper or model_family(name) == "H200"
 
 

@@ -15,15 +15,18 @@ from assessor import __version__
 
 
 class _Group(click.Group):
-    """Turns GpulabError into a one-line message and exit code 2."""
+    """Turns GpulabError into a one-line message (credentials redacted, controls made visible) and exit 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from assessor.errors import GpulabError
+        from assessor.neutralise import visible_lines
+        from assessor.secrets import redact
 
         try:
             return super().invoke(ctx)
         except GpulabError as exc:
-            click.echo(f"gpulab: error: {exc}", err=True)
+            # the message may quote a node, a file or what the user typed: no credential, no terminal escape
+            click.echo(f"gpulab: error: {visible_lines(redact(str(exc)))}", err=True)
             ctx.exit(2)
 
 

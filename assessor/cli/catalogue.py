@@ -74,7 +74,9 @@ def profiles_show(name: str) -> None:
 
 
 @click.command()
-@click.argument("name", type=click.Choice(["results", "grade", "progress", "candidate", "cohort", "fleet", "lab"]))
+@click.argument(
+    "name", type=click.Choice(["results", "grade", "progress", "candidate", "cohort", "fleet", "ungraded", "lab"])
+)
 def schema(name: str) -> None:
     """Print a published JSON Schema.
 
@@ -83,6 +85,7 @@ def schema(name: str) -> None:
     grade      gpulab.grade/1: what `gpulab lab grade --json` prints
     progress   gpulab.progress/1: what `gpulab progress --json` prints
     candidate  gpulab.candidate/1, cohort gpulab.cohort/1, fleet gpulab.fleet/1: `gpulab report ... -f json`
+    ungraded   gpulab.ungraded/1: a candidate `gpulab lab grade --out DIR` could not grade, and why
     lab        a lab.yaml
     """
     from importlib import resources

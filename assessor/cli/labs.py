@@ -5,7 +5,9 @@ Only click is imported at the top; everything else loads inside the command that
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -79,18 +81,44 @@ def _cohort_of(
     return cohort.load(inventory, limit=limit, candidates_file=candidates_file)
 
 
-def _cohort_step(x: Any, action: str, group: Any, options: Any, forks: int, db: str | None = None) -> int:
-    """start, solve or reset over a cohort: a line per host, a tally; the exit code."""
-    from assessor.labs import cohort
+def _cohort_step(
+    x: Any, action: str, group: Any, options: Any, forks: int, db: str | None = None, *, replace: bool = False
+) -> int:
+    """start, solve or reset over a cohort: a line per host, a line per lab the step closed, a tally; the exit
+    code. A start refuses (exit 2, before anything runs) hosts that hold another open lab unless ``replace``;
+    the attempts database learns what one node's step would tell it (lifecycle.after_cohort_step)."""
+    from assessor.labs import attempts, cohort, lifecycle
+    from assessor.neutralise import visible
 
+    held = lifecycle.cohort_held(x, group, db=db, replace=replace) if action == "start" else {}
+    at = attempts.now()
     if action == "start":
         outcomes = cohort.start(x, group, options, db=db, forks=forks)
     else:
         outcomes = cohort.run_step(x, action, group, options, forks=forks)
     for line in cohort.step_summary(action, group, outcomes):
         click.echo(line)
+    done = [name for name, o in outcomes.items() if o.status == "ok"]
+    for line in lifecycle.after_cohort_step(x, action, group, done, by=_candidate(None), db=db, at=at, held=held):
+        click.echo(visible(line))
     click.echo(f"{x.id} {action}: {cohort.step_tally(action, outcomes)}")
     return cohort.step_exit_code(outcomes)
+
+
+@contextlib.contextmanager
+def _reaching() -> Iterator[None]:
+    """A node that could not be reached (a lab step's Unreachable): one line, exit 3, as `gpulab assess` says
+    of a host it could not assess."""
+    from assessor.labs.drivers import Unreachable
+
+    try:
+        yield
+    except Unreachable as exc:
+        from assessor.neutralise import visible_lines
+        from assessor.secrets import redact
+
+        click.echo(f"gpulab: error: {visible_lines(redact(str(exc)))}", err=True)
+        sys.exit(3)
 
 
 @click.group()
@@ -269,6 +297,11 @@ def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
 @click.option(
     "--replace-node", is_flag=True, help="Replace a simulated node of another fixture with a fresh one of the lab's."
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="The node holds another open lab: close it (recorded as abandoned, its clock stopped) and start this one.",
+)
 @ssh_options
 @cohort_options
 def lab_start(
@@ -277,6 +310,7 @@ def lab_start(
     candidate: str | None,
     db: str | None,
     replace_node: bool,
+    replace: bool,
     inventory: str | None,
     identity: str | None,
     known_hosts: str | None,
@@ -289,8 +323,10 @@ def lab_start(
 
     The start records the candidate, the node (host, GPU serials and UUIDs, the simulator's node id) and
     what already passes on it: a grade counts only on that node, and only for what changed since. A second
-    start while one is open keeps the first clock (an instructor's `lab reset` closes it). On a real node
-    (ssh://host, or a host of --inventory) the lab's setup playbook runs through Ansible.
+    start while one is open keeps the first clock (`gpulab lab close` or an instructor's `lab reset` closes
+    it). A node holds one open lab: on a node that holds another (any candidate's) the start is refused, exit
+    2, naming it, unless --replace. On a real node (ssh://host, or a host of --inventory) the lab's setup
+    playbook runs through Ansible; a node that cannot be reached: exit 3.
     With --inventory and no --target: every host of the inventory (--limit selects some) at once, each the
     node of its candidate (the host's gpulab_candidate, or --candidates FILE), one start recorded per host.
     """
@@ -304,7 +340,7 @@ def lab_start(
     ssh = {"identity": identity, "known_hosts": known_hosts}
     group = _cohort_of(inventory, target, limit, candidates_file, candidate)
     if group is not None:
-        code = _cohort_step(x, "start", group, options, forks, db)
+        code = _cohort_step(x, "start", group, options, forks, db, replace=replace)
         grade = command(
             "lab",
             "grade",
@@ -319,12 +355,15 @@ def lab_start(
         click.echo(f"grade the cohort with `{grade} --out gradebook`")
         sys.exit(code)
     now = attempts.now()
-    steps, begun = lifecycle.start_and_record(
-        x, target, options, candidate=who, db=db, inventory=inventory, replace_node=replace_node
-    )
+    with _reaching():
+        steps, begun = lifecycle.start_and_record(
+            x, target, options, candidate=who, db=db, inventory=inventory, replace_node=replace_node, replace=replace
+        )
+    from assessor.neutralise import visible
+
     for line in steps:
-        if "--replace-node" in line:
-            click.echo(line)
+        if "--replace-node" in line or line.startswith("closed "):
+            click.echo(visible(line))
     # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
     click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
     if x.variants:
@@ -338,7 +377,8 @@ def lab_start(
     if begun.started_at < now.replace(microsecond=0):
         click.echo(
             f"{x.id} was already started by {who} at {attempts.iso(begun.started_at)}: that clock keeps running "
-            "(an instructor's `gpulab lab reset` closes it)"
+            f"(`{command('lab', 'close', x.id, candidate=candidate, db=db)}` or an instructor's `gpulab lab reset` "
+            "closes it)"
         )
     if x.is_design:
         grade = command("lab", "grade", x.id, answer="FILE", candidate=candidate, db=db)
@@ -394,7 +434,8 @@ def lab_start(
     "-o",
     type=click.Path(file_okay=False),
     metavar="DIR",
-    help="Write each grade (gpulab.grade/1) to DIR/<host>.json: the gradebook `gpulab report cohort DIR` reads.",
+    help="Keep each grade (gpulab.grade/1) in the gradebook DIR, beside every earlier grade of every lab (a host"
+    " that could not be graded: why); `gpulab report cohort DIR` reads it.",
 )
 @ssh_options
 @cohort_options
@@ -465,12 +506,11 @@ def lab_grade(
         timeout=timeout,
     )
     if out:
-        from assessor.labs.cohort import CohortHost, HostGrade, write_gradebook
+        from assessor.labs.gradebook import write_grade
 
         spec = target or f"answer:{answer}"
         who = _candidate(candidate)
-        host = CohortHost(spec if inventory else (result.extras.get("host") or who), spec, who, "option")
-        write_gradebook([HostGrade(host, "graded", result)], out)
+        write_grade(out, result, candidate=who, host=spec if inventory else (result.extras.get("host") or who))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -500,7 +540,7 @@ def _cohort_grade(
 
     grades = cohort.grade(x, group, options, db=db, forks=forks, timeout=timeout, answers=answers)
     if out:
-        cohort.write_gradebook(grades, out)
+        cohort.write_gradebook(grades, out, lab_id=x.id)
     for line in cohort.grade_summary(grades):
         click.echo(line, err=as_json)
     if as_json:
@@ -544,18 +584,12 @@ def _print_grade(x: Any, g: Any) -> None:
             text.append(f"\nhint: `gpulab lab hint {x.id}` (its use is recorded)")
         table.add_row(_text(s.check), Text(verdict), Text(f"{s.earned:g}/{s.points:g}"), _text(_fmt(s.observed)), text)
     console.print(table)
-    verdict = "PASSED" if g.passed else "NOT PASSED"
-    guards = f"; {len(g.failed_guards)} guard(s) broken" if g.failed_guards else ""
-    console.print(
-        f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {verdict} ({g.pass_percent:g} % needed{guards})",
-        markup=False,
-    )
-    for flag in g.flags:
-        console.print(Text.assemble(("FLAG", "bold"), ": ", _text(flag)))
-    if g.recorded:
-        console.print(f"recorded as an attempt (hints used: {g.hints_used})", markup=False)
-    elif g.not_recorded_because:
-        console.print(Text.assemble("NOT RECORDED: ", _text(g.not_recorded_because)))
+    from assessor.labs.gradebook import verdict as comes_to
+
+    # passed or not, each broken guard's message, whether it counts, recorded or not (why), each flag:
+    # node and candidate data, shown as plain escaped text
+    score = f"Score {g.points:g}/{g.max_points:g} ({g.percent:g} %): {comes_to(g, detail=True)}"
+    console.print(_text(score), soft_wrap=True)  # one line, never cut where a reason or a flag is
     if g.started_at is None:
         console.print(
             f"no start recorded: the time limit ({g.time_limit_min} min) runs from `gpulab lab start`", markup=False
@@ -637,9 +671,11 @@ def lab_solve(
 ) -> None:
     """Apply the reference solution (instructors and CI): afterwards the lab grades 100 %.
 
-    A design lab's solution is its reference answer; a node lab whose remedy is physical also has a
-    reference ticket: shown (or written to --out), and the candidate's later grades are flagged. Without
-    --target such a lab shows only its ticket.
+    Later grades of the lab on that node are flagged: the attempts database records the solve, and a
+    simulated node (local, or served over SSH) carries the mark itself for any grader. A design lab's
+    solution is its reference answer; a node lab whose remedy is physical also has a reference ticket:
+    shown (or written to --out), and the candidate's later grades are flagged. Without --target such a lab
+    shows only its ticket. A node that cannot be reached: exit 3.
     With --inventory and no --target: on every host of the inventory (--limit selects some) at once.
     """
     from assessor.labs import lifecycle
@@ -654,8 +690,10 @@ def lab_solve(
     options = target_options(identity, known_hosts, accept_new_host_keys)
     group = _cohort_of(inventory, target, limit, candidates_file)
     if group is not None:
-        sys.exit(_cohort_step(x, "solve", group, options, forks))
-    for line in lifecycle.solve_and_record(x, target, options, solved_by=_candidate(None), db=db, inventory=inventory):
+        sys.exit(_cohort_step(x, "solve", group, options, forks, db))
+    with _reaching():
+        log = lifecycle.solve_and_record(x, target, options, solved_by=_candidate(None), db=db, inventory=inventory)
+    for line in log:
         click.echo(line)
     click.echo(f"later grades on {target} are flagged: reference solution applied on this node")
     if x.takes_answer:
@@ -700,10 +738,11 @@ def lab_reset(
     forks: int,
     candidates_file: str | None,
 ) -> None:
-    """Restore the node to the lab's healthy fixture (a real node: the lab's reset playbook).
+    """Return the whole node to where the lab starts from: a simulated node (mock:FILE.json, or served over
+    SSH) is re-imaged as the lab's fixture, files included; a real node runs the lab's reset playbook.
 
-    An instructor's command: it also closes the open starts of the lab on that node, so the next
-    `lab start` starts a new clock (the reset is recorded).
+    An instructor's command: it also closes every lab open on that node, so the next `lab start` starts a
+    new clock (the reset is recorded). A node that cannot be reached: exit 3, nothing closed.
     With --inventory and no --target: every host of the inventory (--limit selects some) at once.
     """
     from assessor.labs import lifecycle
@@ -713,9 +752,40 @@ def lab_reset(
     options = target_options(identity, known_hosts, accept_new_host_keys)
     group = _cohort_of(inventory, target, limit, candidates_file)
     if group is not None:
-        sys.exit(_cohort_step(x, "reset", group, options, forks))
-    for line in lifecycle.reset_and_close(x, target, options, closed_by=_candidate(None), db=db, inventory=inventory):
-        click.echo(line)
+        sys.exit(_cohort_step(x, "reset", group, options, forks, db))
+    from assessor.neutralise import visible
+
+    with _reaching():
+        log = lifecycle.reset_and_close(x, target, options, closed_by=_candidate(None), db=db, inventory=inventory)
+    for line in log:
+        click.echo(visible(line))
+
+
+@lab.command("close")
+@click.argument("lab_id", metavar="[LAB]", required=False)
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None:
+    """Close your open lab (LAB, or your only open one): give it up without a reset.
+
+    Its clock stops and it is recorded as closed (abandoned); later grades of it are shown, not recorded,
+    until you start it again (a new clock). The node is left as it is, and free for another lab. Exit 2 when
+    LAB is not open for you, or you name none and have several open (`gpulab lab status` lists them).
+    """
+    from assessor.labs import lifecycle
+    from assessor.neutralise import visible
+
+    who = _candidate(candidate)
+    closed = lifecycle.close_own(lab_id, candidate=who, db=db)
+    if not closed:
+        click.echo(visible(f"no open lab for {who}: nothing to close"))
+    for s in closed:
+        click.echo(
+            visible(
+                f"closed {lifecycle.describe_open(s)} on {s.target} as abandoned: its clock is stopped; "
+                f"`gpulab lab start {s.lab_id}` starts it afresh"
+            )
+        )
 
 
 @click.command()

@@ -21,7 +21,15 @@ import click
     "--candidate", "candidates", multiple=True, metavar="NAME", help="Whose report (repeatable for a cohort)."
 )
 @click.option(
-    "--candidates", "candidates_file", type=click.Path(dir_okay=False), help="Cohort: a file of names, one a line."
+    "--candidates",
+    "candidates_file",
+    type=click.Path(dir_okay=False),
+    help="Cohort: its candidates file (.csv, .yaml: names, hosts, e-mail, login, SIS id, section), or one name a line.",
+)
+@click.option(
+    "--lms",
+    type=click.Choice(["canvas", "moodle"]),
+    help="Cohort CSV: the gradebook in this LMS's grade import layout, identities from --candidates FILE.",
 )
 @click.option("--cohort", metavar="NAME", help="Cohort: its name (and its members, when the database records cohorts).")
 @click.option("--db", type=click.Path(dir_okay=False), help="Attempts database (default $GPULAB_DB, else the user's).")
@@ -34,6 +42,7 @@ def report(
     candidates_file: str | None,
     cohort: str | None,
     db: str | None,
+    lms: str | None,
 ) -> None:
     """Write a report from check results, grades or the attempts database.
 
@@ -42,17 +51,40 @@ def report(
              cohort:    gradebook, level distribution, failed checks, team readiness
              fleet:     host x check matrix with the evidence of each failure
     INPUT    results or grade JSON files (gpulab assess --json, gpulab lab grade --json),
-             directories of them, or an attempts database; none: the attempts database.
+             directories of them (a gradebook: lab grade --out DIR), or an attempts
+             database; none: the attempts database.
 
-    Exit 0 when written, 2 for bad input.
+    A lab's best score and pass are those `gpulab progress` gives: flagged attempts and grades not
+    recorded are shown, never counted. Exit 0 when written, 2 for bad input.
     """
     from assessor.reports import build
 
     names = list(candidates)
+    identities: dict[str, dict[str, str]] = {}
     if candidates_file:
-        names += build.read_candidates(candidates_file)
-    made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db)
-    written = build.write(made, fmt or build.format_for(out), out)
+        listed, identities = build.read_candidates(candidates_file)
+        names += listed
+    fmt = fmt or build.format_for(out)
+    if lms and (kind != "cohort" or fmt != "csv"):
+        raise click.UsageError(
+            f"--lms {lms} writes the cohort gradebook CSV: gpulab report cohort ... -f csv --lms {lms}"
+        )
+    made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db, identities=identities)
+    written = build.write(made, fmt, out, lms=lms)
+    if lms:
+        from assessor.neutralise import visible
+        from assessor.reports.csvout import unmatched
+
+        missing = unmatched(made.document, lms)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            click.echo(
+                visible(
+                    f"gpulab: warning: {lms} cannot match {len(missing)} row(s) to a person, no identity in "
+                    f"the candidates file: {shown}"
+                ),
+                err=True,
+            )
     if out is None:
         click.echo(written, nl=False)
     else:

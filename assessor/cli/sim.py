@@ -127,6 +127,31 @@ def sim_shims(directory: str) -> None:
         click.echo(line)
 
 
+@sim.command("nvml-lib")
+@click.argument("directory", type=click.Path(file_okay=False))
+def sim_nvml_lib(directory: str) -> None:
+    """Write gpulab's libnvidia-ml.so.1 into DIRECTORY: NVML's C API answered by a simulated node.
+
+    Any program that loads NVML (gpustat, nvitop, py3nvml, C, Go) then runs unchanged on the node in
+    GPULAB_SIM_STATE:  LD_LIBRARY_PATH=DIRECTORY GPULAB_SIM_STATE=node.json gpustat
+    Inside `gpulab sim shell` the library is already at its real path.
+    """
+    import shlex
+
+    from assessor.sim.nvml_lib.build import write_library
+
+    written = write_library(_path(directory))
+    quoted = shlex.quote(str(written.parent))
+    click.echo(f"wrote {written} (and libnvidia-ml.so)")
+    click.echo(f"use it: LD_LIBRARY_PATH={quoted} GPULAB_SIM_STATE=STATE PROGRAM")
+
+
+def _path(directory: str) -> Any:
+    from pathlib import Path
+
+    return Path(directory).resolve()
+
+
 def _fault_options(options: tuple[str, ...]) -> dict[str, Any]:
     import yaml
 

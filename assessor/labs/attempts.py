@@ -12,14 +12,14 @@ import datetime as dt
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from assessor.errors import GpulabError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 30_000
 # PRAGMA application_id of a gpulab attempts database ("gpul"): tells ours from another program's SQLite file.
 APPLICATION_ID = 0x6770756C
@@ -101,8 +101,25 @@ CREATE TABLE IF NOT EXISTS hints (
 )
 """
 
+# Version 3: a close may end one candidate's start only (`lab close`, `lab start --replace`; NULL: every
+# candidate's start of the lab on the target, as a reset closes them), and says why it was made (NULL: a reset,
+# the only close version 2 knew). No comment inside an ALTER: SQLite keeps its text in the table's definition.
+_V3 = """
+ALTER TABLE closes ADD COLUMN for_candidate TEXT;
+ALTER TABLE closes ADD COLUMN why TEXT
+"""
+
 # The tables whose rows are chained: each row's hash covers its content and the row before it.
 CHAINED = ("starts", "attempts", "closes", "solves", "hints")
+# Columns added after rows were chained: left out of a row's hash while empty, so the rows written before them
+# keep their hashes (and an edit of such a row still shows).
+_LATER_COLUMNS = ("for_candidate", "why")
+# When a close applies to a start: the same lab on the same target, made at or after the start, for every
+# candidate or for the start's own (SQL, with the start as ``s`` and the close as ``c``).
+_CLOSED = (
+    "c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at"
+    " AND (c.for_candidate IS NULL OR c.for_candidate = s.candidate)"
+)
 
 
 class DatabaseError(GpulabError):
@@ -239,9 +256,14 @@ class Attempt:
     time_taken_s: int | None = None
 
     @property
+    def recorded(self) -> bool:
+        """Every row of the attempts database was recorded (a grade shown but not recorded has no row)."""
+        return True
+
+    @property
     def counts(self) -> bool:
-        """A flagged attempt is shown, never counted towards a level."""
-        return not self.flags
+        """A flagged attempt is shown, never counted towards a level (:func:`counts`)."""
+        return counts(self)
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -308,6 +330,10 @@ def _migrate(conn: sqlite3.Connection, p: Path) -> None:
                 conn.execute(statement)
         for table in CHAINED:  # rows of version 1 join the chain as they are
             _rechain(conn, table)
+    if version < 3:
+        for statement in _V3.split(";"):
+            if statement.strip():
+                conn.execute(statement)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -388,7 +414,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def _row_hash(prev: str, values: dict[str, Any]) -> str:
     import hashlib
 
-    body = {k: v for k, v in values.items() if k not in ("id", "prev_hash", "row_hash")}
+    body = {
+        k: v
+        for k, v in values.items()
+        if k not in ("id", "prev_hash", "row_hash") and not (k in _LATER_COLUMNS and v is None)
+    }
     text = prev + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -495,9 +525,8 @@ def _start_by_id(conn: sqlite3.Connection, start_id: int) -> Start | None:
 def open_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> Start | None:
     """The candidate's latest start of the lab that no ``lab reset`` closed since, or None."""
     row = conn.execute(
-        "SELECT * FROM starts s WHERE candidate = ? AND lab_id = ? AND NOT EXISTS ("
-        " SELECT 1 FROM closes c WHERE c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at)"
-        " ORDER BY id DESC LIMIT 1",
+        "SELECT * FROM starts s WHERE candidate = ? AND lab_id = ?"
+        f" AND NOT EXISTS (SELECT 1 FROM closes c WHERE {_CLOSED}) ORDER BY id DESC LIMIT 1",
         (candidate, lab_id),
     ).fetchone()
     return _start(row) if row else None
@@ -516,10 +545,26 @@ def last_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> dt.date
     return start.started_at if start else None
 
 
-def close_starts(conn: sqlite3.Connection, *, lab_id: str, target: str, closed_by: str, at: dt.datetime) -> None:
-    """``lab reset``: close every open start of the lab on that target (the next start has a new clock)."""
+def close_starts(
+    conn: sqlite3.Connection,
+    *,
+    lab_id: str,
+    target: str,
+    closed_by: str,
+    at: dt.datetime,
+    candidate: str | None = None,
+    why: str | None = None,
+) -> None:
+    """Close every open start of the lab on that target made at or before ``at`` (the next start has a new
+    clock): ``lab reset`` closes everyone's; ``candidate`` closes that candidate's only (``lab close``, ``lab
+    start --replace``). ``why`` says what closed it (None: a reset); ``closed_by`` who did."""
+    values: dict[str, Any] = {"lab_id": lab_id, "target": target, "closed_at": micro(at), "closed_by": closed_by}
+    if candidate is not None:
+        values["for_candidate"] = candidate
+    if why is not None:
+        values["why"] = why
     with transaction(conn):
-        _insert(conn, "closes", {"lab_id": lab_id, "target": target, "closed_at": micro(at), "closed_by": closed_by})
+        _insert(conn, "closes", values)
 
 
 def record_solve(conn: sqlite3.Connection, *, lab_id: str, target: str, solved_by: str, at: dt.datetime) -> None:
@@ -673,14 +718,51 @@ def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str
     return [_attempt(r, breaks.get(r["id"])) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
 
 
-def best(attempts_: list[Attempt]) -> dict[str, Attempt]:
-    """Each lab's best attempt: a pass beats a fail, then the higher score, then the earlier one.
+class Countable(Protocol):
+    """What the counting rule reads of a grade: an :class:`Attempt` of the database, a report's record of a
+    grade document (:class:`assessor.reports.documents.AttemptRecord`), or a fresh
+    :class:`~assessor.labs.grading.Grade`."""
 
-    A flagged attempt (tamper evidence) never counts: it is shown, not a best.
-    """
-    out: dict[str, Attempt] = {}
-    for a in attempts_:
-        if not a.counts:
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+
+    @property
+    def recorded(self) -> bool: ...
+
+
+class Graded(Countable, Protocol):
+    """What picking a lab's best reads of an attempt, beside :class:`Countable`."""
+
+    @property
+    def lab_id(self) -> str: ...
+
+    @property
+    def graded_at(self) -> str: ...
+
+    @property
+    def percent(self) -> float: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+
+_G = TypeVar("_G", bound=Graded)
+
+
+def counts(attempt: Countable) -> bool:
+    """THE counting rule, for `gpulab progress`, the levels and every report: an attempt counts towards a best
+    score, a pass and a level only when it was recorded (it belongs to the candidate's start on that node) and
+    carries no flag (tamper evidence, a reference solution applied, an edited database row). Others are shown,
+    never counted."""
+    return attempt.recorded and not attempt.flags
+
+
+def best(attempts_: Iterable[_G]) -> dict[str, _G]:
+    """Each lab's best attempt among those that count (:func:`counts`): a pass beats a fail, then the higher
+    score, then the earlier one. A lab whose attempts are all flagged or unrecorded has none."""
+    out: dict[str, _G] = {}
+    for a in sorted(attempts_, key=lambda x: x.graded_at):  # stable: ties keep the order given (the row id)
+        if not counts(a):
             continue
         cur = out.get(a.lab_id)
         if cur is None or (a.passed, a.percent) > (cur.passed, cur.percent):
@@ -871,9 +953,41 @@ def lab_summaries(attempts_: list[Attempt]) -> dict[str, dict[str, Any]]:
 def open_start_on(conn: sqlite3.Connection, lab_id: str, target: str) -> Start | None:
     """The latest open start of the lab on ``target``, whoever made it (``lab solve`` uses its variant)."""
     row = conn.execute(
-        "SELECT * FROM starts s WHERE lab_id = ? AND target = ? AND NOT EXISTS ("
-        " SELECT 1 FROM closes c WHERE c.lab_id = s.lab_id AND c.target = s.target AND c.closed_at >= s.recorded_at)"
-        " ORDER BY id DESC LIMIT 1",
+        "SELECT * FROM starts s WHERE lab_id = ? AND target = ?"
+        f" AND NOT EXISTS (SELECT 1 FROM closes c WHERE {_CLOSED}) ORDER BY id DESC LIMIT 1",
         (lab_id, target),
     ).fetchone()
     return _start(row) if row else None
+
+
+def answer_was_graded(checks: list[dict[str, Any]]) -> bool:
+    """Whether a grade (its checks as a grade's JSON writes them, e.g. an attempt's row) read an answer: a
+    ``design.*`` check that passed or failed. A missing ticket, or one the lab's limit left ungraded, is an
+    ``error`` and read nothing."""
+    return any(
+        isinstance(c, dict) and str(c.get("check", "")).startswith("design.") and c.get("status") in ("pass", "fail")
+        for c in checks
+    )
+
+
+def ticket_grades(conn: sqlite3.Connection, candidate: str, lab_id: str) -> int:
+    """How many recorded grades of ``lab_id`` by ``candidate`` read an answer (a ticket), over all their starts,
+    flagged or not: what the lab's limit on answer grades counts (:func:`assessor.labs.grading.limit_ticket_grades`)."""
+    rows = conn.execute("SELECT checks FROM attempts WHERE candidate = ? AND lab_id = ?", (candidate, lab_id))
+    count = 0
+    for row in rows:
+        try:
+            checks = json.loads(row[0])
+        except ValueError:
+            count += 1  # an unreadable row counts: a damaged record never buys another grade
+            continue
+        count += answer_was_graded(checks if isinstance(checks, list) else [])
+    return count
+
+
+def open_starts_on(conn: sqlite3.Connection, target: str) -> list[Start]:
+    """Every lab open on ``target``: each candidate's open start of a lab (:func:`open_start`) that is on that
+    target, oldest first. A node holds one lab at a time: ``lab start`` refuses another while one is open."""
+    pairs = conn.execute("SELECT DISTINCT candidate, lab_id FROM starts WHERE target = ?", (target,)).fetchall()
+    found = [open_start(conn, candidate, lab_id) for candidate, lab_id in pairs]
+    return sorted((s for s in found if s is not None and s.target == target), key=lambda s: (s.recorded_at, s.id))

@@ -116,8 +116,13 @@ SIM_COMMAND = "simulator command used on this node instead of the node's tools"
 
 def node_flags(spec: str | None, inventory: str | None = None, options: TargetOptions | None = None) -> list[str]:
     """Tamper evidence a simulated node carries: a state file edited by hand (its stamp does not match),
-    a reference solution applied to it (``lab solve`` marks the state). A node over SSH is asked through its
-    admin login (:mod:`assessor.labs.drivers.sim_ssh`): a simulated one answers, a real one has none."""
+    a reference solution applied to it (``lab solve`` marks the state), a simulator command used on it.
+
+    The same on every kind of target: a ``mock:FILE.json`` is read here; an inventory host is read through
+    its ``gpulab_target`` (a state file here, ``mock:NAME`` has none); a node over SSH (``ssh://``, or an
+    inventory host reached over SSH, one node or a cohort's) is asked through its admin login
+    (:func:`assessor.labs.drivers.sim_ssh.remote_flags`): a simulated one answers, a real one has none, and one
+    that could not be asked is flagged as such."""
     path = _state_file(spec, inventory)
     if path is None and spec and (spec.startswith("ssh://") or inventory is not None):
         from assessor.labs.drivers.sim_ssh import remote_flags

@@ -11,13 +11,14 @@ A lab with variants is set up, solved and reset on each host with its candidate'
 (:func:`run_step` says why). The start is recorded with the variant, so each candidate's grade is against
 their own; the start's capture (identity and baseline) runs in the pool too.
 
-Planning the hosts, mapping candidates, summaries and file names are pure functions; :func:`run_step`
+Planning the hosts, mapping candidates and summaries are pure functions; :func:`run_step`
 and :func:`grade` do the work, and every write to the attempts database goes through :func:`_record_start`
 and :func:`_record_grade`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -81,61 +82,25 @@ class HostGrade:
 
 def read_candidates(path: str) -> dict[str, str]:
     """A host -> candidate file: YAML (a mapping ``node01: alice``) or CSV (``host,candidate`` rows, a header
-    row allowed). Errors name the file and line."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: candidates file does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    if file.suffix.lower() == ".csv":
-        return parse_candidates_csv(text, path)
-    return parse_candidates_yaml(text, path)
+    row allowed); either may say who each candidate is too (:mod:`assessor.labs.roster`). Errors name the
+    file, line and key."""
+    from assessor.labs import roster
+
+    return roster.host_candidates(roster.read(path), path)
 
 
 def parse_candidates_csv(text: str, source: str) -> dict[str, str]:
     """``host,candidate`` rows; blank lines and ``#`` comments skipped; a first row ``host,candidate`` is a header."""
-    import csv
+    from assessor.labs import roster
 
-    out: dict[str, str] = {}
-    first = True
-    for number, row in enumerate(csv.reader(text.splitlines()), 1):
-        cells = [c.strip() for c in row]
-        if not any(cells) or cells[0].startswith("#"):
-            continue
-        if first and [c.lower() for c in cells] == ["host", "candidate"]:
-            first = False
-            continue
-        first = False
-        if len(cells) != 2 or not cells[0] or not cells[1]:
-            raise InputError(f"{source}:{number}: expected `host,candidate`, got {','.join(cells)!r}")
-        _add(out, cells[0], cells[1], f"{source}:{number}")
-    return out
+    return roster.host_candidates(roster.parse_csv(text, source), source)
 
 
 def parse_candidates_yaml(text: str, source: str) -> dict[str, str]:
-    """A YAML mapping of inventory host -> candidate name."""
-    from assessor import yamlio
+    """A YAML mapping of inventory host -> candidate name (or -> ``{candidate: NAME, email: ...}``)."""
+    from assessor.labs import roster
 
-    located = yamlio.load(source, text=text)
-    if located.data is None:
-        return {}
-    if not isinstance(located.data, dict):
-        raise located.error((), "expected a mapping of inventory host to candidate (node01: alice)")
-    out: dict[str, str] = {}
-    for host, who in located.data.items():
-        if not isinstance(who, str | int) or isinstance(who, bool) or not str(who).strip():
-            raise located.error((host,), f"the candidate of {host} must be a name, got {who!r}")
-        line = located.line((host,))
-        _add(out, str(host), str(who).strip(), f"{source}:{line}" if line else source)
-    return out
-
-
-def _add(out: dict[str, str], host: str, who: str, where: str) -> None:
-    if host in out:
-        raise InputError(f"{where}: host {host} is listed twice")
-    out[host] = who
+    return roster.host_candidates(roster.parse_yaml(text, source), source)
 
 
 def plan(
@@ -241,13 +206,18 @@ def run_step(
         from assessor.labs.drivers import sim_ssh
 
         probed = _pooled(
-            lambda h: (h.name, sim_ssh.is_simulated(h.name, options, cohort.inventory)),
+            lambda h: (h.name, _probe(sim_ssh, h, options, cohort.inventory)),
             [h for h in cohort.hosts if h.by_ansible],
             forks,
             lambda h, _exc: (h.name, False),
         )
-        simulated = {name for name, is_simulated in probed if is_simulated}
+        simulated = {name for name, answer in probed if answer is True}
         by_playbook -= simulated
+        if "real" not in lab.runs_on:
+            # a host that could not be asked is unreachable, never taken for a real node (a lab that also runs on
+            # real nodes leaves it to Ansible's run, which says the same for it)
+            outcomes.update({name: answer for name, answer in probed if isinstance(answer, HostOutcome)})
+            by_playbook -= set(outcomes)
         if "real" not in lab.runs_on:
             # a real node gets no simulator-only lab: each such host fails with the reason, the others go on
             outcomes.update({name: HostOutcome(name, "failed", _SIM_ONLY.format(lab=lab.id)) for name in by_playbook})
@@ -276,6 +246,8 @@ def run_step(
     step = {"start": lifecycle.start, "solve": lifecycle.solve, "reset": lifecycle.reset}[action]
 
     def one(host: CohortHost) -> HostOutcome:
+        from assessor.labs.drivers import Unreachable
+
         try:
             if host.name in simulated:  # probed above: straight to its admin login
                 from assessor.labs.drivers import sim_ssh
@@ -283,12 +255,25 @@ def run_step(
                 sim_ssh.apply(with_variant(lab, variants[host.name]), action, host.name, options, cohort.inventory)
             else:
                 step(with_variant(lab, variants[host.name]), host.target, options)
+        except Unreachable as exc:
+            return HostOutcome(host.name, "unreachable", str(exc).removeprefix("unreachable: "))
         except GpulabError as exc:
             return HostOutcome(host.name, "failed", str(exc))
         return HostOutcome(host.name, "ok")
 
     outcomes.update({o.host: o for o in _pooled(one, others, forks, _crashed)})
     return {h.name: outcomes[h.name] for h in cohort.hosts}
+
+
+def _probe(sim_ssh: Any, host: CohortHost, options: TargetOptions | None, inventory: str) -> bool | HostOutcome:
+    """Whether the SSH host is a simulated node with this key's admin login; its unreachable outcome when it
+    could not be asked (:func:`assessor.labs.drivers.sim_ssh.probe`)."""
+    from assessor.labs.drivers import Unreachable
+
+    try:
+        return bool(sim_ssh.is_simulated(host.name, options, inventory))
+    except Unreachable as exc:
+        return HostOutcome(host.name, "unreachable", str(exc).removeprefix("unreachable: "))
 
 
 def host_variants(lab: Lab, cohort: Cohort) -> dict[str, dict[str, Any]]:
@@ -519,7 +504,10 @@ def step_tally(action: str, outcomes: Mapping[str, HostOutcome]) -> str:
 
 
 def grade_summary(grades: Sequence[HostGrade]) -> list[str]:
-    """One line per host: the score and verdict of its candidate, or why it has none."""
+    """One line per host: the score of its candidate and what it comes to (passed or not, a broken guard's
+    message, recorded or not and why, flags: :func:`assessor.labs.gradebook.verdict`), or why it has none.
+    Node and candidate data are shown neutralised."""
+    from assessor.labs.gradebook import verdict
     from assessor.neutralise import visible
 
     lines = []
@@ -529,20 +517,25 @@ def grade_summary(grades: Sequence[HostGrade]) -> list[str]:
             lines.append(visible(f"{who}: {g.status}: {g.message}"))
             continue
         r = g.grade
-        verdict = "PASSED" if r.passed else "NOT PASSED"
-        late = ", late" if r.late else ("" if r.started_at else ", no start recorded")
-        lines.append(visible(f"{who}: {r.points:g}/{r.max_points:g} ({r.percent:g} %) {verdict}{late}"))
+        lines.append(visible(f"{who}: {r.points:g}/{r.max_points:g} ({r.percent:g} %) {verdict(r)}"))
     return lines
 
 
 def grade_tally(grades: Sequence[HostGrade]) -> str:
-    """``8 hosts: 5 passed, 2 not passed, 1 not graded``."""
+    """``8 hosts: 5 passed, 2 not passed, 1 not graded``, and how many of the grades do not count (not
+    recorded or flagged: ``; 2 do not count``)."""
+    from assessor.labs.attempts import counts
+
     graded = [g.grade for g in grades if g.grade is not None]
     passed = sum(1 for r in graded if r.passed)
     parts = [f"{passed} passed", f"{len(graded) - passed} not passed"]
     if len(graded) < len(grades):
         parts.append(f"{len(grades) - len(graded)} not graded")
-    return f"{len(grades)} host{'s' if len(grades) != 1 else ''}: " + ", ".join(parts)
+    tally = f"{len(grades)} host{'s' if len(grades) != 1 else ''}: " + ", ".join(parts)
+    ignored = sum(1 for r in graded if not counts(r))
+    if ignored:
+        tally += f"; {ignored} {'does' if ignored == 1 else 'do'} not count (not recorded or flagged)"
+    return tally
 
 
 def step_exit_code(outcomes: Mapping[str, HostOutcome]) -> int:
@@ -560,40 +553,30 @@ def grade_exit_code(grades: Sequence[HostGrade]) -> int:
     return EXIT_OK if all(g.grade is not None and g.grade.passed for g in grades) else EXIT_FAILED
 
 
-def gradebook_names(hosts: Sequence[str]) -> dict[str, str]:
-    """A file name per host for the gradebook directory: the host name made safe (no path separators, no
-    leading dot), unique even where two names become the same."""
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for host in hosts:
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", host).lstrip(".") or "host"
-        name, n = f"{stem}.json", 2
-        while name in used:
-            name, n = f"{stem}-{n}.json", n + 1
-        used.add(name)
-        out[host] = name
-    return out
+def write_gradebook(grades: Sequence[HostGrade], out: str, *, lab_id: str, at: dt.datetime | None = None) -> list[Path]:
+    """Keep every host's grade in the gradebook directory ``out`` beside the earlier ones (what `gpulab report
+    cohort OUT` reads), and for a host that could not be graded a gpulab.ungraded/1 document saying why
+    (:mod:`assessor.labs.gradebook`)."""
+    from assessor.labs import attempts, gradebook
 
-
-def write_gradebook(grades: Sequence[HostGrade], out: str) -> list[Path]:
-    """Each graded host's gpulab.grade/1 document as ``OUT/<host>.json`` (what `gpulab report cohort OUT` reads)."""
-    import json
-
-    directory = Path(out)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create the gradebook directory: {exc.strerror or exc}") from None
-    names = gradebook_names([g.host.name for g in grades])
+    when = at or attempts.now()
     written = []
     for g in grades:
-        if g.grade is None:
-            continue
-        path = directory / names[g.host.name]
-        if path.is_symlink():  # a link planted in the directory must not redirect the write
-            path.unlink()
-        path.write_text(json.dumps(g.grade.to_json(), indent=2) + "\n", encoding="utf-8")
-        written.append(path)
+        if g.grade is not None:
+            written.append(gradebook.write_grade(out, g.grade, candidate=g.host.candidate, host=g.host.name))
+        else:
+            written.append(
+                gradebook.write_ungraded(
+                    out,
+                    lab_id,
+                    candidate=g.host.candidate,
+                    host=g.host.name,
+                    target=g.host.target,
+                    status="unreachable" if g.status == "unreachable" else "failed",
+                    message=g.message,
+                    at=when,
+                )
+            )
     return written
 
 

@@ -12,7 +12,8 @@ never refused.
 
 A node lab whose remedy is physical (a cable, a GPU in its slot) also grades the candidate's ticket for the
 data centre: its ``design.*`` checks read the answer file handed in with the grade, and are ``error`` (0
-points) without one.
+points) without one. A ticket is graded a limited number of times (:func:`limit_ticket_grades`, the lab's
+``answer.grades``), counted in the attempts database, so repeated grading cannot enumerate its answer.
 
 Points are for what the candidate did, not for how the node was: guards (``role: guard``) carry no points,
 and a task check that earned as much right after ``lab start`` (the start's *baseline*) earns 0, "already
@@ -329,3 +330,64 @@ def grade_answer(
 ) -> Grade:
     """Grade a design lab from the candidate's answer."""
     return score(lab, answer_evaluator(answer), graded_at=graded_at, started_at=started_at)
+
+
+# ---- how often an answer is graded ------------------------------------------------------------------------
+
+TICKET_NOT_COUNTED = (
+    "ticket not graded: this grade cannot be counted (no open `gpulab lab start` of the lab for you on this "
+    "node, or the attempts database could not be used), and a ticket is graded only where its grades are counted"
+)
+
+
+def limit_ticket_grades(grade: Grade, lab: Lab, used: int | None) -> Grade:
+    """Apply the lab's limit on answer grades (``answer.grades``; a ticket lab's default is
+    :data:`~assessor.labs.model.DEFAULT_TICKET_GRADES`) to a fresh ``grade``.
+
+    ``used`` is how many earlier grades of this candidate read an answer of the lab (the attempts database
+    counts them, ``attempts.ticket_grades``); None when this grade cannot be counted (it will not be recorded,
+    or the database is unusable): its answer is then not graded, since an uncounted grade would be an oracle.
+    Within the limit, the answer's checks keep ``factor(n)`` of their credit and say which grade of how many
+    this is; past it, they are ``error``, 0 points, and the best grade stands. A grade that read no answer (none
+    handed in) is returned as it is: it uses nothing.
+    """
+    from assessor.labs.attempts import answer_was_graded
+
+    policy = lab.answer_grades
+    answer_at = [i for i, c in enumerate(lab.checks) if c.grades_answer]
+    if policy is None or not answer_at or not answer_was_graded([grade.scores[i].to_json() for i in answer_at]):
+        return grade
+    nth = None if used is None else used + 1
+    scores = list(grade.scores)
+    for i in answer_at:
+        s = scores[i]
+        if nth is None:
+            scores[i] = _ungraded(s, TICKET_NOT_COUNTED)
+        elif nth > policy.limit:
+            why = (
+                f"ticket not graded: its {policy.limit} grades in this lab are used (grade {nth}); "
+                "your best grade stands"
+            )
+            scores[i] = _ungraded(s, why)
+        else:
+            factor = policy.factor(nth)
+            note = f"ticket grade {nth} of {policy.limit}"
+            if policy.penalty_percent and nth > 1:
+                note += f": {policy.penalty_percent:g} % less per earlier ticket grade, {factor:.0%} of its points"
+            if s.note:
+                note = f"{s.note}; {note}"
+            credit = round(s.credit * factor, 6)
+            scores[i] = replace(s, credit=credit, earned=round(s.points * credit, 6), note=note)
+    extras = {**grade.extras}
+    if nth is not None:
+        extras["ticket_grades"] = {
+            "this": nth,
+            "limit": policy.limit,
+            "penalty_percent": policy.penalty_percent,
+        }
+    return replace(grade, scores=tuple(scores), points=round(sum(x.earned for x in scores), 6), extras=extras)
+
+
+def _ungraded(score: CheckScore, why: str) -> CheckScore:
+    """An answer check left ungraded: an error worth nothing, with nothing of the answer's verdict shown."""
+    return replace(score, status="error", message=why, earned=0.0, credit=0.0, expected=None, note=f"error: {why}")

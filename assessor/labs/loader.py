@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
-from assessor.labs.model import DOMAIN_PREFIX, FaultStep, Lab, LabCheck, Partial
+from assessor.labs.model import DEFAULT_TICKET_GRADES, DOMAIN_PREFIX, FaultStep, Lab, LabCheck, Partial, TicketGrades
 from assessor.yamlio import KeyPath, Located
 
 LAB_FILE = "lab.yaml"
@@ -189,7 +189,15 @@ def _validator_fingerprint() -> str:
 
     package = Path(__file__).resolve().parents[1]
     parts = [__version__]
-    patterns = ("labs/*.py", "checks/*.py", "data/*.yaml", "sim/faults.py", "sim/fixtures/*.json", "schemas/*.json")
+    patterns = (
+        "labs/*.py",
+        "labs/design/*.py",
+        "checks/*.py",
+        "data/*.yaml",
+        "sim/faults.py",
+        "sim/fixtures/*.json",
+        "schemas/*.json",
+    )
     for pattern in patterns:
         for f in sorted(package.glob(pattern)):
             st = f.stat()
@@ -322,6 +330,17 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
     if not design and answer_checks:
         problem = "a node lab lists every check, its ticket's too, in grading.checks"
         out.append(located.error(("answer", "checks"), problem))
+    grades = answer.get("grades")
+    if isinstance(grades, dict):
+        limit, penalty = grades.get("limit", 1), grades.get("penalty_percent", 0)
+        if penalty * (limit - 1) >= 100:
+            out.append(
+                located.error(
+                    ("answer", "grades", "penalty_percent"),
+                    f"with {penalty:g} % off per grade, grade {limit} of {limit} would earn nothing: "
+                    "lower penalty_percent or limit",
+                )
+            )
     return out
 
 
@@ -427,6 +446,10 @@ def _check_problems(located: Located, path: KeyPath, check: dict[str, Any], desi
                     str(exc).replace("check ", "grader " if check_id.startswith("design.") else "check ", 1),
                 )
             )
+    checker = getattr(spec, "check_params", None)  # a design grader's checks of the params beyond their types
+    if checker is not None and not out:
+        for name, problem in checker(params):
+            out.append(located.error((*path, "params", name), f"{check_id}: {problem}"))
     numeric = {p.name for p in spec.params if p.type in ("int", "float")}
     for j, rule in enumerate(check.get("partial") or []):
         name = rule["param"]
@@ -457,6 +480,14 @@ def _typed(check_id: str, params: dict[str, Any]) -> dict[str, Any]:
 
         spec = checks.get(check_id)
     return {name: param_types.coerce(spec, name, value) for name, value in params.items()}
+
+
+def _answer_grades(grades: dict[str, Any] | None, *, ticket: bool) -> TicketGrades | None:
+    """How often the lab grades its answer: ``answer.grades`` when given; else a node lab's ticket the default
+    (:data:`~assessor.labs.model.DEFAULT_TICKET_GRADES`), a design lab's answer as often as asked."""
+    if grades:
+        return TicketGrades(limit=int(grades["limit"]), penalty_percent=float(grades.get("penalty_percent", 0)))
+    return DEFAULT_TICKET_GRADES if ticket else None
 
 
 def _steps(items: list[dict[str, Any]] | None) -> tuple[FaultStep, ...]:
@@ -507,6 +538,9 @@ def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | Non
         solution_files=dict(solution.get("files") or {}),
         solution_answer=solution.get("answer"),
         answer_example=answer.get("example"),
+        answer_grades=_answer_grades(
+            answer.get("grades"), ticket=any(c.grades_answer for c in lab_checks) and data["target"] != "design"
+        ),
         variants={name: tuple(choices) for name, choices in (source.get("variants") or {}).items()},
         variant=dict(values),
         source=source,

@@ -65,6 +65,26 @@ class LabCheck:
 
 
 @dataclass(frozen=True)
+class TicketGrades:
+    """How often a lab grades the candidate's answer file (``answer.grades`` in lab.yaml): at most ``limit``
+    grades read it, each counted in the attempts database and shown with the grade, and each after the first
+    earns ``penalty_percent`` less of the answer's points than the one before. A grade past the limit leaves
+    the answer ungraded (0 points for it); the best grade stands. So repeated grading cannot enumerate a
+    ticket's answer."""
+
+    limit: int
+    penalty_percent: float = 0.0
+
+    def factor(self, nth: int) -> float:
+        """The share of its points the answer may earn in its ``nth`` grade (1-based)."""
+        return max(0.0, 1.0 - self.penalty_percent * (nth - 1) / 100.0)
+
+
+# A node lab's ticket is graded at most this many times unless its lab.yaml says otherwise (answer.grades).
+DEFAULT_TICKET_GRADES = TicketGrades(limit=3, penalty_percent=0.0)
+
+
+@dataclass(frozen=True)
 class FaultStep:
     """A simulator fault and its options (``assessor.sim.faults``)."""
 
@@ -99,6 +119,7 @@ class Lab:
     solution_files: dict[str, str] = field(default_factory=dict)  # simulator: config files the solution writes
     solution_answer: str | None = None  # reference answer (design) or ticket (node lab) file in the lab dir
     answer_example: str | None = None  # example answer or ticket file in the lab dir
+    answer_grades: TicketGrades | None = None  # how often the answer is graded; None: as often as asked
     variants: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> values to pick from
     variant: dict[str, Any] = field(default_factory=dict)  # the values this Lab was built with
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # lab.yaml, for variants
@@ -112,6 +133,11 @@ class Lab:
         """The candidate hands in an answer file (``lab grade --answer FILE``): every design lab, and a node
         lab that grades a ticket for a physical fault beside what is done on the node."""
         return self.is_design or any(c.grades_answer for c in self.checks)
+
+    @property
+    def grades_ticket(self) -> bool:
+        """A node lab that also grades a ticket for the data centre (its remedy is physical)."""
+        return not self.is_design and any(c.grades_answer for c in self.checks)
 
     @property
     def answer_check_ids(self) -> list[str]:

@@ -9,7 +9,12 @@ something of its own to the lines:
   ``Mar  3 12:00:01 host kernel:`` and ``dmesg -x``'s ``kern  :warn  :``;
 - shell prompts and the command echoed after them (``root@host:/# nvidia-smi -L``,
   ``(env) [root@gpu3 ~]# ibstat``, ``$ ibstat``), markdown fences (three backticks) and
-  ``> `` quoting, and excerpt marks (``...``, ``[...]``, ``<snip>``).
+  ``> `` quoting, and excerpt marks (``...``, ``[...]``, ``<snip>``);
+- a prompt of any other shell or host (ESXi's ``[root@localhost:~] nvidia-smi mig -lgi``,
+  ``[gpu6000 ~]# nvidia-smi -q``, zsh's ``gpu6000% nvidia-smi``): whatever ends in a prompt character
+  (``$ # % > ] ❯ ➜``) and is followed by the command of a tool gpulab reads;
+- shell-trace lines (``+ ibstat`` from ``set -x``) and the debug lines libibumad writes
+  before ibstat's own output (``ibwarn: [168988] umad_init: ...``).
 
 :func:`clean_lines` removes them and keeps one output line per input line (a removed line
 becomes empty), so a ParseError still names the line of the file the user has. It is pure
@@ -57,10 +62,16 @@ _PROMPT = re.compile(
 )
 # A command echoed without a prompt ("nvidia-smi nvlink -s" pasted above its output): the tool's
 # name followed by options and sub-command words only, never a sentence.
+_TOOLS = r"(?:nvidia-smi|ibstat|ibstatus|ibv_devinfo|dcgmi|lsmod|dmesg|systemctl|journalctl|uname)"
+# ... and the same command piped through a filter ("lsmod | grep nvidia", "nvidia-smi -q | grep -A2 Fabric").
 _BARE_COMMAND = re.compile(
-    r"^(?:sudo\s+)?(?:nvidia-smi|ibstat|ibstatus|ibv_devinfo|dcgmi|lsmod|dmesg|systemctl|journalctl|uname)"
-    r"(?:\s+(?:-{1,2}[\w=,.:-]{1,64}|[a-z]{1,12}|\d{1,4}))*\s*$"
+    rf"^(?:sudo\s+)?{_TOOLS}"
+    r"(?:\s+(?:-{1,2}[\w=,.:-]{1,64}|[a-z]{1,12}|\d{1,4}))*\s*(?:\|[^\n]{0,300})?$"
 )
+# Any prompt, then one of those commands: the prompt is what ends in a prompt character before it.
+_PROMPTED_COMMAND = re.compile(rf"^[^\n]{{0,160}}?[$#%>\]❯➜]\s?(?:sudo\s+)?{_TOOLS}(?=[\s|]|$)")
+# "+ ibstat" (bash set -x, one "+" per nesting level) and libibumad's debug lines.
+_TRACE = re.compile(r"^(?:\+{1,4} \S|ib(?:warn|debug): \[\d{1,10}\] )")
 _FENCE = re.compile(r"^\s{0,3}(?:`{3,}|~{3,})[\w+-]{0,32}\s*$")
 _EXCERPT_MARKS = frozenset({"...", "…", "[...]", "[…]", "<snip>", "[snip]", "<...>", "(...)", "snip", "---snip---"})
 _ELIDED = re.compile(r"^\[\.\.\.[^\]]{0,200}\]$")  # "[... lines elided ...]"
@@ -125,11 +136,13 @@ def clean_lines(text: str, *, log_prefixes: bool = True) -> list[str]:
     inner = log_prefixes and _INNER_RANK_TAG.search(text) is not None
     if not strip and not inner and _NOISE_CANDIDATE.search(text) is None:
         return lines  # nothing on any line to clean
+    # Prompts of other shapes are looked for line by line only where the text holds one at all.
+    prompted = _PROMPTED_ANYWHERE.search(text) is not None
     out: list[str] = []
     for line in lines:
         if strip and any_prefix.match(line):
             line = _strip_prefixes(line, prefixes)
-        if line and _is_noise(line):
+        if line and _is_noise(line, prompted=prompted):
             out.append("")
             continue
         if inner and "[" in line:
@@ -188,20 +201,43 @@ def _strip_prefixes(line: str, prefixes: tuple[Prefix, ...]) -> str:
     return line[pos:]
 
 
-_NOISE_STARTS = frozenset(".…[<(s-`~$➜❯bnidlju")
+_NOISE_STARTS = frozenset(".…[<(s-`~$➜❯bnidlju+")
 # Whether any line at all could be noise (see _is_noise): one search over the whole text.
-_NOISE_CANDIDATE = re.compile(r"^[ \t]*[.…\[<(s\-`~$➜❯bnidlju]|@", re.MULTILINE)
+_NOISE_CANDIDATE = re.compile(
+    rf"^[ \t]*[.…\[<(s\-`~$➜❯bnidlju+]|@|[$#%>\]❯➜]\s?(?:sudo\s+)?{_TOOLS}(?=[\s|]|$)", re.MULTILINE
+)
+# Whether a line names one of the tools at all: the cheap test before the prompt pattern.
+_TOOL_NAMED = re.compile(_TOOLS)
+# A prompt character, then one of the commands, anywhere in a text.
+_PROMPTED_ANYWHERE = re.compile(rf"[$#%>\]❯➜]\s?(?:sudo\s+)?{_TOOLS}(?=[\s|]|$)", re.MULTILINE)
 
 
-def _is_noise(line: str) -> bool:
+def _is_noise(line: str, *, prompted: bool = True) -> bool:
     stripped = line.strip()
-    if not stripped or (stripped[0] not in _NOISE_STARTS and "@" not in stripped):
+    if not stripped:
         return False
-    if stripped in _EXCERPT_MARKS or _ELIDED.match(stripped) or _FENCE.match(line):
-        return True
-    if len(stripped) >= 3 and not stripped.strip(".…"):  # "....", "……"
-        return True
-    return bool(_PROMPT.match(stripped)) or (len(stripped) < 200 and bool(_BARE_COMMAND.match(stripped)))
+    if stripped[0] in _NOISE_STARTS or "@" in stripped:
+        if stripped in _EXCERPT_MARKS or _ELIDED.match(stripped) or _FENCE.match(line):
+            return True
+        if len(stripped) >= 3 and not stripped.strip(".…"):  # "....", "……"
+            return True
+        if _PROMPT.match(stripped) or _TRACE.match(stripped):
+            return True
+        if len(stripped) < 400 and _BARE_COMMAND.match(stripped):
+            return True
+    # A prompt of another shape before a tool's command: only a short line that names a tool.
+    if not prompted or len(stripped) >= 400:
+        return False
+    return _TOOL_NAMED.search(stripped) is not None and _is_prompted(stripped)
+
+
+def _is_prompted(stripped: str) -> bool:
+    m = _PROMPTED_COMMAND.match(stripped)
+    if m is None:
+        return False
+    prompt = stripped[: m.end()].rstrip()
+    # The prompt holds no sentence: at most a few words ("[root@localhost:~]", "(base) gpu3 %").
+    return len(prompt.split()) <= 6
 
 
 def _most_lines_match(text: str, prefix: Prefix, content: int) -> bool:

@@ -8,6 +8,12 @@ ambiguous, named. None: unknown. Nothing is guessed silently.
 
 The text is cleaned first (prompts, fences, launcher prefixes: see :mod:`assessor.parsers._text`).
 Every signature is a line-anchored pattern without nested repetition: linear in the input.
+
+Some excerpts carry no line only their tool prints: ``lsmod | grep nvidia`` drops lsmod's header,
+a paste of ``nvidia-smi mig -lgi`` rows drops the box title, nccl-tests rows come without their
+``#`` header. Those tables have a fixed column shape instead, and a text whose every line has that
+shape (and at least one line names what only that tool lists) is recognised by it: the shapes are
+tried only when no signature matched, so they never make a text ambiguous.
 """
 
 from __future__ import annotations
@@ -80,6 +86,38 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
     "uname": (re.compile(r"\A\s*Linux \S+ \d+\.\d+\.\S+ #", _M),),
 }
 
+# Header-less excerpts of tables with a fixed column shape: (a line of the table, a line that must be
+# there at least once). Every non-blank line must be a table line; used only when no signature matched.
+_MODULE_ROW = r"[A-Za-z_][\w-]{0,63}[ \t]+\d{1,12}[ \t]+(?:\d{1,6}|-)(?:[ \t]+[^ \t\n]{1,4000}){0,4}[ \t]*"
+_LGI_ROW = (
+    r"\|[ \t]*\d{1,3}[ \t]+(?:MIG[ \t]+)?\d{1,2}g\.\d{1,4}gb\S{0,16}"
+    r"[ \t]+\d{1,3}[ \t]+\d{1,3}[ \t]+\d{1,2}:\d{1,2}[ \t]*\|"
+)
+_NCCL_ROW = (
+    r"[ \t]*\d{1,20}[ \t]+\d{1,20}[ \t]+[a-z][a-z0-9_]{0,15}[ \t]+[a-z]{1,8}[ \t]+-?\d{1,3}"
+    r"(?:[ \t]+(?:[\d.e+-]{1,30}|N/A)){3,}[ \t]*"
+)
+_SHAPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "lsmod": (
+        re.compile(rf"^(?!{_MODULE_ROW}$)[ \t]*\S", _M),
+        re.compile(r"^(?:nvidia|nv_peer|mlx\d|ib_|rdma|gdrdrv)\w*[ \t]+\d", _M),
+    ),
+    "nvidia-smi-mig-lgi": (
+        re.compile(rf"^(?!{_LGI_ROW}$|\+[-=+]{{3,}}\+[ \t]*$)[ \t]*\S", _M),
+        re.compile(rf"^{_LGI_ROW}$", _M),
+    ),
+    "nccl-tests": (
+        re.compile(rf"^(?!{_NCCL_ROW}$)[ \t]*\S", _M),
+        re.compile(rf"^{_NCCL_ROW}$", _M),
+    ),
+}
+
+
+def _shaped(body: str) -> list[str]:
+    """The kinds whose table shape every line of ``body`` has (see _SHAPES)."""
+    return [kind for kind, (other, row) in _SHAPES.items() if row.search(body) and not other.search(body)]
+
+
 # kind -> kinds it explains: output of the first always contains the others' signatures.
 _EXPLAINS: dict[str, frozenset[str]] = {
     "nccl-tests": frozenset({"nccl-debug"}),
@@ -122,6 +160,8 @@ def detect(text: str) -> Detection:
     """
     body = clean(text)
     found = [kind for kind, patterns in _SIGNATURES.items() if any(p.search(body) for p in patterns)]
+    if not found:
+        found = _shaped(body)
     strong = [k for k in found if k not in _WEAK]
     if strong:
         # A weak kind stays only when it is a file of its own (nccl-tests is not "weak" itself).
@@ -159,9 +199,12 @@ def snapshot_file(text: str) -> str:
     kind = found.kind
     if kind is None:
         raise ValueError(found.describe())
-    if kind == "nccl-debug":
-        kind = "nccl-tests"  # the nccl-tests parser reads NCCL INFO logs alone too
+    kind = _FILED_AS.get(kind, kind)
     for row in FILES:
         if row.kind == kind:
             return row.file
     raise ValueError(f"recognised as {kind}, which no snapshot file holds")
+
+
+# Kinds kept in the snapshot file of another kind whose parser reads them too.
+_FILED_AS = {"nccl-debug": "nccl-tests"}  # the nccl-tests parser reads an NCCL_DEBUG log without a table

@@ -6,7 +6,11 @@ parser goes by the key, not by the depth. When a device cannot be read, ibstat p
 ``ibpanic:`` line and exits 255; the ports printed before it are still good facts.
 
 Users paste ``ibstatus`` (the sysfs-reading script) just as often, so :func:`parse` accepts
-it too and tells the two apart by their first line.
+it too and tells the two apart by their first line of output.
+
+What a paste holds before the tool's own first line (the command echoed, ``set -x`` trace lines,
+libibumad's ``ibwarn:`` debug lines, the end of the previous command's output) is not ibstat's
+and is skipped: the output starts at its first ``CA '...'`` (ibstatus: ``Infiniband device``) line.
 
 >>> facts = parse('''CA 'mlx5_11'
 ... \tCA type: MT4129
@@ -60,9 +64,23 @@ def parse(text: str) -> NodeFacts:
     first = next((line.strip() for line in lines if line.strip()), None)
     if first is None:
         raise ParseError("empty ibstat output")
-    if _IBSTATUS_HEADER.match(first):
+    start = next((i for i, line in enumerate(lines) if _is_first_line(line)), None)
+    if start is None:
+        number = next(i for i, line in enumerate(lines, start=1) if line.strip())
+        raise ParseError(f"expected a CA 'name' line, got {first!r}", line=number)
+    # Lines before the tool's first line of output are the paste's, not ibstat's: blanked, numbers kept.
+    lines = [""] * start + lines[start:]
+    if _IBSTATUS_HEADER.match(lines[start].strip()):
         return NodeFacts(ib_ports=_parse_ibstatus(lines))
     return NodeFacts(ib_ports=_parse_ibstat(lines, cut_line(text, lines)))
+
+
+def _is_first_line(line: str) -> bool:
+    """ibstat's ``CA 'mlx5_0'`` or ibstatus's ``Infiniband device 'mlx5_0' port 1 status:``."""
+    if "CA" not in line and "Infiniband" not in line:
+        return False  # the cheap test: a hostile megabyte of other lines costs one scan
+    stripped = line.strip()
+    return _CA.match(stripped) is not None or _IBSTATUS_HEADER.match(stripped) is not None
 
 
 def _parse_ibstat(lines: list[str], cut: int = -1) -> list[IbPort]:

@@ -4,6 +4,10 @@
 ``Module Size Used by`` header. Users also paste ``/proc/modules``, where the holders end
 with a comma (``-`` for none) and a state and an address follow; both read the same.
 
+Without the header (and without /proc/modules' state column) the text is most often what
+``lsmod | grep nvidia`` printed: the modules it lists are loaded, but one it does not list may be
+loaded too, so ``partial`` says the list is filtered and the checks do not read an absence from it.
+
 >>> [m.used_by for m in parse('''Module                  Size  Used by
 ... nvidia_peermem         16384  0
 ... nvidia_modeset       1306624  1 nvidia_drm
@@ -22,6 +26,7 @@ from assessor.parsers._text import clean_lines, cut_line
 _HEADER = re.compile(r"^Module\s+Size\s+Used\s+by\s*$")
 _NAME = re.compile(r"^[\w-]+$")
 _PROC_STATES = {"Live", "Loading", "Unloading"}
+_PROC_STATE_COLUMN = re.compile(r"[ \t](?:Live|Loading|Unloading)[ \t]+0x")
 
 
 def parse(text: str) -> NodeFacts:
@@ -29,9 +34,14 @@ def parse(text: str) -> NodeFacts:
     modules: list[KernelModule] = []
     lines = clean_lines(text)
     last = cut_line(text, lines)
+    header = False
+    proc_modules = _PROC_STATE_COLUMN.search(text) is not None
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
-        if not line or _HEADER.match(line):
+        if not line:
+            continue
+        if _HEADER.match(line):
+            header = True
             continue
         try:
             modules.append(_module(line, number))
@@ -41,7 +51,13 @@ def parse(text: str) -> NodeFacts:
             raise
     if not modules:
         raise ParseError("empty lsmod output: no module lines")
-    return NodeFacts(modules=modules)
+    facts = NodeFacts(modules=modules)
+    if not header and not proc_modules:
+        facts.partial["modules"] = (
+            "no 'Module Size Used by' header: an excerpt such as lsmod | grep, so a module it does not list "
+            "may still be loaded"
+        )
+    return facts
 
 
 def _module(line: str, number: int) -> KernelModule:

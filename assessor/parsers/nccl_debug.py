@@ -5,6 +5,9 @@ may add a rank tag (``[155] ``) or a ``--tag-output`` tag (``[1,0]<stdout>:``), 
 wording moved between releases (``Ring 00 : 155[3d000] -> ...`` in 2.5, ``Channel 00/0 :
 0[0] -> 1[1] ...`` since). So every pattern here is searched inside the line rather than
 anchored at its start, and what NCCL did not say stays unknown (``None`` / empty).
+
+A log without an nccl-tests table still says how big the job was: the host of every line's
+``host:pid:tid [dev]`` prefix, and the ``nranks`` of its ``comm ... rank R nranks N`` lines.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ _VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
 _NETWORK = re.compile(r"NCCL INFO Using network (.+)$")
 _IB_NO_DEVICE = re.compile(r"NCCL INFO NET/IB\w* : No device found")
 _IB_USING = re.compile(r"NCCL INFO NET/IB\w* : Using (.*)$")
+_SOCKET_USING = re.compile(r"NCCL INFO NET/Socket : Using ")
 _IB_ITEM = re.compile(r"\[\d+\]([^\s\[\];]+)")
 _WARN = re.compile(r"NCCL WARN (.*)$")
 # "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA",
@@ -33,6 +37,27 @@ _NVLS_CHANNELS = re.compile(r"\b(\d+) nvls channels")
 _NIC_INDEX = re.compile(r"^\d+(?:\(\d+\))?$")
 # The HPC-X / SHARP plugin names its IB transport IBext, IBext_v8, ...: it is still InfiniBand verbs.
 _IB_PLUGIN = re.compile(r"^IBext(?:_v\d+)?$")
+
+
+# "gpu01:124172:124172 [0] NCCL INFO ...", after an optional mpirun rank tag; the host is group 1.
+_LINE_HOST = re.compile(
+    r"^(?:\[\d{1,6}\][ \t]?|\[\d{1,6},\d{1,6}\]<\w{1,8}>:[ \t]?)?"
+    r"([A-Za-z0-9][\w.-]{0,253}):\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL ",
+    re.MULTILINE,
+)
+_NRANKS = re.compile(r"\bnranks (\d{1,7})\b")
+MAX_HOSTS = 4096  # a job larger than this is reported as this many hosts
+
+
+def job_size(text: str) -> tuple[list[str], int | None]:
+    """(hosts of the NCCL line prefixes in order of appearance, the largest ``nranks``) of a raw log."""
+    hosts: dict[str, None] = {}
+    for m in _LINE_HOST.finditer(text):
+        hosts.setdefault(m.group(1))
+        if len(hosts) >= MAX_HOSTS:
+            break
+    nranks = max((int(m.group(1)) for m in _NRANKS.finditer(text)), default=None)
+    return list(hosts), nranks
 
 
 def _normalise_transport(via: str) -> tuple[str, bool | None]:
@@ -60,6 +85,7 @@ def parse_debug_lines(lines: Iterable[str]) -> NcclDebug:
     """
     debug = NcclDebug()
     net_channels = False
+    socket_using = False
     for line in lines:
         if "NCCL" not in line:
             continue
@@ -81,6 +107,8 @@ def parse_debug_lines(lines: Iterable[str]) -> NcclDebug:
                 debug.network = m.group(1).strip() or None
         elif _IB_NO_DEVICE.search(line):
             debug.ib_no_device = True
+        elif _SOCKET_USING.search(line):
+            socket_using = True
         elif m := _IB_USING.search(line):
             listing = m.group(1).split("OOB", 1)[0]
             for dev in _IB_ITEM.findall(listing):
@@ -91,6 +119,9 @@ def parse_debug_lines(lines: Iterable[str]) -> NcclDebug:
             _add(debug.transports, "NVLS")
     if not net_channels:
         debug.gdrdma = None
+    if debug.network is None and socket_using and debug.ib_no_device and not debug.ib_devices:
+        # Older NCCL prints no "Using network" line: IB found nothing and the socket transport set up.
+        debug.network = "Socket"
     return debug
 
 
@@ -118,4 +149,16 @@ def parse(text: str) -> NodeFacts:
     lines = clean_lines(text)
     if not any(_is_nccl_line(line) for line in lines):
         raise ParseError("no NCCL INFO/WARN lines found (was NCCL_DEBUG=INFO set?)", line=1)
-    return NodeFacts(nccl=NcclRun(debug=parse_debug_lines(lines), tests_output=False))
+    return NodeFacts(nccl=NcclRun(debug=debug_of(text, lines), tests_output=False))
+
+
+def debug_of(text: str, lines: list[str]) -> NcclDebug:
+    """What the NCCL lines of ``text`` say (``lines``: the same text cleaned), with the job's size."""
+    debug = parse_debug_lines(lines)
+    debug.hosts, debug.nranks = job_size(text)
+    return debug
+
+
+def is_nccl_log(lines: list[str]) -> bool:
+    """Whether some line is NCCL's own (INFO, WARN or its version banner)."""
+    return any(_is_nccl_line(line) for line in lines)

@@ -7,6 +7,10 @@ other text into the table (``NCCL INFO``/``WARN`` lines, mpirun help messages su
 more processes have sent help message ...``, ``[1,0]<stdout>:`` tags): anything that is not a
 result row is skipped, while a result row that does not fit its header is an error, except
 on the last line where a cut-off capture is expected.
+
+A file that holds only NCCL_DEBUG lines (a run that died before its table, or an application's
+log) is read as the NCCL log it is: ``tests_output`` is False, and the checks judge its network,
+transports and WARN lines without a table.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from assessor.errors import ParseError
 from assessor.facts import NcclDevice, NcclRow, NcclRun, NodeFacts
 from assessor.parsers._text import clean_lines, echoed_commands
-from assessor.parsers.nccl_debug import parse_debug_lines
+from assessor.parsers.nccl_debug import debug_of, is_nccl_log
 
 # mpirun --tag-output ("[1,0]<stdout>:") and markdown quoting ("> ") in pasted captures.
 _TAG = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|>\s?)+")
@@ -189,13 +193,15 @@ def parse(text: str) -> NodeFacts:
                 continue  # no header seen: not sure this is a table at all
             raise ParseError(f"result row does not fit the table header: {exc}", line=i + 1) from None
     if not seen_header and not run.rows:
-        raise ParseError("no nccl-tests results found", line=1)
+        if is_nccl_log(raw_lines):
+            return NodeFacts(nccl=NcclRun(debug=debug_of(text, raw_lines), tests_output=False))
+        raise ParseError("no nccl-tests results found (and no NCCL_DEBUG lines)", line=1)
     if command_test is None:
         # The command line may have been echoed after a shell prompt, which cleaning removed.
         echoed = (_TEST_BINARY.search(f" {c} ") for c in echoed_commands(text))
         command_test = next((m.group(1) for m in echoed if m), None)
     run.test = starting_test or command_test
-    run.debug = parse_debug_lines(raw_lines)
+    run.debug = debug_of(text, raw_lines)
     return NodeFacts(nccl=run)
 
 

@@ -26,6 +26,7 @@ import re
 from assessor.errors import ParseError
 from assessor.facts import GpuInstance, MigProfile, NodeFacts
 from assessor.parsers._nvsmi import check_text, is_shell_noise, raise_on_failure
+from assessor.parsers._text import cut_line
 
 _EMPTY_ANSWERS = ("no mig-enabled devices found", "no gpu instances found")
 
@@ -50,7 +51,7 @@ def parse_lgi(text: str) -> NodeFacts:
     """Parse ``nvidia-smi mig -lgi`` into ``mig_instances`` (compute instances not listed here)."""
     lines = _prepare(text)
     instances: list[GpuInstance] = []
-    for number, line in _table_lines(lines):
+    for number, line in _table_lines(lines, cut_line(text, lines)):
         if line.lower().startswith("| gpu instances:"):
             instances = []  # a new table in a transcript: the later state wins
             continue
@@ -77,7 +78,7 @@ def parse_lgip(text: str) -> NodeFacts:
     lines = _prepare(text)
     profiles: list[MigProfile] = []
     waiting: tuple[int, MigProfile] | None = None  # a first line whose CE/JPEG/OFA line is due
-    for number, line in _table_lines(lines):
+    for number, line in _table_lines(lines, cut_line(text, lines)):
         if line.lower().startswith("| gpu instance profiles:"):
             profiles = []
             continue
@@ -165,14 +166,18 @@ def _prepare(text: str) -> list[str]:
     return lines
 
 
-def _table_lines(lines: list[str]) -> list[tuple[int, str]]:
+def _table_lines(lines: list[str], cut: int = -1) -> list[tuple[int, str]]:
     """(line number, line) of the rows inside the boxes: rules, blanks and prompts dropped.
 
-    A line outside any box that is not a prompt raises: nvidia-smi prints nothing else.
+    A line outside any box that is not a prompt raises: nvidia-smi prints nothing else. The 0-based
+    ``cut`` line is where a paste ends halfway through a line (no newline after it): a box row cut
+    there is left out, as the excerpt it is.
     """
     rows: list[tuple[int, str]] = []
     for number, line in enumerate(lines, start=1):
         if not line or is_shell_noise(line) or _RULE.match(line):
+            continue
+        if number - 1 == cut and line.startswith("|") and not line.endswith("|"):
             continue
         if not (line.startswith("|") and line.endswith("|")):
             raise ParseError(f"text outside the nvidia-smi mig table: {line[:80]!r}", line=number)

@@ -20,7 +20,9 @@ parser does with elements: ``Clocks Throttle Reasons`` (before R535) and ``Clock
 Reasons``, ``Power Readings`` and ``GPU Power Readings``, ``Ecc Mode`` and ``ECC Mode``, the
 single/double-bit ECC totals of old drivers and the SRAM/DRAM counters of new ones.
 
-``-q -d ECC`` and other partial outputs give the facts they hold; the rest stays unknown.
+``-q -d ECC`` and other partial outputs give the facts they hold; the rest stays unknown. The
+``Attached GPUs`` header counts every GPU even when the output holds fewer blocks (``-q -i 0``, a
+paste cut after GPU 0): the count is kept as ``gpus_attached`` and ``partial`` says the rest was cut.
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ _POWER_SECTIONS = ("gpu power readings", "power readings")
 
 Values = dict[str, str]  # "section/sub/key" (lower case) -> value as printed
 
+_LOST = re.compile(r"unable to determine the device handle", re.IGNORECASE)
+_GPU_HEADER_LINE = re.compile(r"^[ \t]*GPU[ \t]+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t]*$", re.M)
+
+
+def _has_q_output(body: str) -> bool:
+    """Whether the cleaned text holds the NVSMI LOG banner or a ``GPU <bus id>`` line at all."""
+    return "NVSMI LOG" in body or _GPU_HEADER_LINE.search(body) is not None
+
 
 def parse(text: str) -> NodeFacts:
     """Parse ``nvidia-smi -q`` text into ``driver`` and ``gpus``.
@@ -64,6 +74,11 @@ def parse(text: str) -> NodeFacts:
     lines = check_text(text)
     if says_no_devices(text):
         return NodeFacts(gpus=[])
+    if not _has_q_output("\n".join(lines)):
+        # Neither the banner nor a GPU block anywhere: one search instead of a walk over every line.
+        raise_on_failure(text)
+        first = next((i for i, raw in enumerate(lines, start=1) if raw.strip()), 1)
+        raise ParseError("not nvidia-smi -q output (no NVSMI LOG banner, no 'GPU <bus id>' block)", line=first)
     top: Values = {}
     blocks: list[tuple[str, Values]] = []
     stack: list[tuple[int, str]] = []  # open sections: (indent, lower-case name)
@@ -99,7 +114,19 @@ def parse(text: str) -> NodeFacts:
         raise ParseError("not nvidia-smi -q output (no NVSMI LOG banner, no 'GPU <bus id>' block)", line=first)
     driver = DriverInfo(version=_text(top, "driver version"), cuda_version=_text(top, "cuda version"))
     gpus = [_gpu(index, bus, values) for index, (bus, values) in enumerate(blocks)]
-    return NodeFacts(driver=driver, gpus=gpus)
+    facts = NodeFacts(driver=driver, gpus=gpus)
+    attached = _int(top, "attached gpus")
+    # A GPU lost from the bus is counted in the header but printed as 'Unable to determine the device
+    # handle': then the missing block is the fault itself, not a cut.
+    if attached is not None and attached >= len(gpus) and _LOST.search(text) is None:
+        facts.gpus_attached = attached
+        if attached > len(gpus):
+            shown = ", ".join(g.bus_id or str(g.index) for g in gpus) or "none"
+            facts.partial["gpus"] = (
+                f"'Attached GPUs : {attached}' but {len(gpus)} GPU block(s) ({shown}): the output was cut or "
+                "filtered, the GPU count is taken from the header"
+            )
+    return facts
 
 
 def _gpu(index: int, bus: str, v: Values) -> Gpu:
@@ -158,6 +185,8 @@ def _gpu(index: int, bus: str, v: Values) -> Gpu:
         fabric_state=_text(v, "fabric/state"),
         fabric_status=_text(v, "fabric/status"),
         compute_mode=_text(v, "compute mode"),
+        performance_state=_text(v, "performance state"),
+        utilization_gpu_pct=_float(v, "utilization/gpu"),
     )
 
 

@@ -39,6 +39,8 @@ _ROW1_BUS = re.compile(r"^(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}
 _TEMP = re.compile(r"^(?P<temp>\d+)C$")
 _WATTS = re.compile(r"^(?P<w>\d+(?:\.\d+)?)W$")
 _MIB = re.compile(r"^(?P<n>\d+)MiB$")
+_PSTATE = re.compile(r"^P\d{1,2}$")
+_PERCENT = re.compile(r"^(?P<n>\d{1,3})%$")
 _MIG_ROW = re.compile(r"^(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)$")
 _PROCESS = re.compile(
     r"^(?P<gpu>\d+)\s+(?P<gi>\d+|N/A)\s+(?P<ci>\d+|N/A)\s+(?P<pid>\d+)\s+(?P<type>[A-Z+]{1,4})\s+(?P<rest>.*)$"
@@ -152,6 +154,8 @@ def _gpu_row(gpus: list[Gpu], cells: list[str], row: int) -> None:
         for word in cells[0].split():
             if (t := _TEMP.match(word)) and gpu.temperature_c is None:
                 gpu.temperature_c = int(t["temp"])
+            elif _PSTATE.match(word) and gpu.performance_state is None:
+                gpu.performance_state = word
         left, slash, right = cells[0].rpartition(" / ")
         if slash and left.split() and right.split():
             draw = _WATTS.match(left.split()[-1])
@@ -164,6 +168,8 @@ def _gpu_row(gpus: list[Gpu], cells: list[str], row: int) -> None:
         util = cells[2].split()
         if len(util) >= 2:
             gpu.compute_mode = _value(util[-1])
+            if percent := _PERCENT.match(util[0]):
+                gpu.utilization_gpu_pct = float(percent["n"])
     elif row == 3:
         mig = cells[2]
         gpu.mig_mode_current = {"Enabled": True, "Disabled": False}.get(mig)

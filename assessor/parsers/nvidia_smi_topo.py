@@ -19,6 +19,12 @@ are split on any whitespace and the multi-word column names ("CPU Affinity", "NU
 Excerpts are common (an issue quoting only some rows): a matrix without its header has its
 columns inferred from where each row's ``X`` (self) cell sits, and a last row cut short is
 dropped. A short row anywhere else is an error.
+
+Cells run together where a tab was lost in a paste or a column name fills its tab stop (machines
+with 10+ NICs: ``NIC11NIC12``, ``NIC11CPU Affinity``; in rows ``SYSNODE``). The general rule: a
+header cell made of device names one after the other (GPU#, NIC#, mlx5_#, then the first word of an
+extra column) is those cells, and a row cell made of connection codes one after the other is those
+codes; a word that is one name or one code is never split.
 """
 
 from __future__ import annotations
@@ -38,6 +44,16 @@ _CODE = re.compile(r"^[A-Z][A-Z0-9]*$")
 _LABEL = re.compile(r"^[A-Za-z][\w.:-]*$")
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)$")
 _NIC_LEGEND_ENTRY = re.compile(r"^(?P<nic>NIC\d+)\s*:\s*(?P<name>\S+)$")
+# What a glued header cell can be made of, and a glued row cell (see the module doc).
+_HEADER_PIECE = re.compile(r"(?:GPU|NIC)\d{1,3}|mlx\d_\d{1,3}|CPU|NUMA")
+_CODE_PIECE = re.compile(r"NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC|X")
+# A header or a row: a label, then a column name or a connection code (both start upper case).
+_MATRIX_LINE = re.compile(r"^[ \t]*[A-Za-z][\w.:-]*[ \t]+[A-Z]", re.MULTILINE)
+# Where a line can hold glued cells at all (the cheap test before splitting its words).
+_GLUED_NAMES = re.compile(r"\d(?:GPU|NIC|mlx|CPU|NUMA)")
+_GLUED_CODES = re.compile(
+    r"(?:PIX|PXB|PHB|NODE|SYS|SOC)(?:NV|PIX|PXB|PHB|NODE|SYS|SOC|X|\d)|\dX\b|NV\d{1,3}(?:NV|P[IH]|NODE|SYS|SOC)"
+)
 
 
 @dataclass
@@ -60,6 +76,10 @@ def parse(text: str) -> NodeFacts:
     if says_no_devices(text):
         raise ParseError(text.strip(), line=1)
     raise_on_failure(text)
+    if _MATRIX_LINE.search("\n".join(lines)) is None:
+        # No line is a label followed by a column name or a connection code: no matrix, found in one search.
+        first = next((i for i, raw in enumerate(lines, start=1) if raw.strip()), 1)
+        raise ParseError("no topology matrix in nvidia-smi topo -m output", line=first)
 
     header: list[str] | None = None  # device columns, then extra columns
     header_line = 0
@@ -85,6 +105,11 @@ def parse(text: str) -> NodeFacts:
             nic_names[entry["nic"]] = entry["name"]
             continue
         tokens = line.split()
+        if header is None and not rows:
+            if "GPU" in line and _GLUED_NAMES.search(line):  # every header names GPU0
+                tokens = _unglue(tokens, _HEADER_PIECE, tail=False)
+        elif len(tokens) > 1 and _GLUED_CODES.search(line):
+            tokens = tokens[:1] + _unglue(tokens[1:], _CODE_PIECE, tail=True)
         if header is None and not rows and _is_header(tokens):
             header = _header_columns(tokens)
             header_line = number
@@ -130,6 +155,28 @@ def parse(text: str) -> NodeFacts:
             if value is not None and not is_not_available(value):
                 target[row.label] = value
     return NodeFacts(topology=topology)
+
+
+def _unglue(tokens: list[str], piece: re.Pattern[str], *, tail: bool) -> list[str]:
+    """Tokens with each one made of several ``piece`` matches split into them.
+
+    ``tail``: a glued token may end in something else that starts with a digit (``SYS0-27,112-139``:
+    the last code and the CPU affinity), kept as a token of its own.
+    """
+    out: list[str] = []
+    for token in tokens:
+        pieces: list[str] = []
+        pos = 0
+        while pos < len(token) and (m := piece.match(token, pos)) is not None:
+            pieces.append(m.group())
+            pos = m.end()
+        rest = token[pos:]
+        glued = pieces and (len(pieces) > 1 or rest) and (not rest or (tail and rest[0].isdigit()))
+        if glued and not (len(pieces) == 1 and not rest):
+            out.extend([*pieces, rest] if rest else pieces)
+        else:
+            out.append(token)
+    return out
 
 
 def _is_header(tokens: list[str]) -> bool:
@@ -186,5 +233,22 @@ def _infer_devices(rows: list[_Row]) -> list[str]:
     devices: list[str] = []
     for i, (prefix, start) in enumerate(ordered):
         end = ordered[i + 1][1] if i + 1 < len(ordered) else width
+        if i + 1 == len(ordered) and prefix == "GPU":
+            # Only GPU rows: the GPUs reach as far as a row has an NVLink (NV#) or self cell; the columns
+            # after them (NICs whose rows were not quoted) cannot be named.
+            end = max(end_of_gpus(rows, start), start + 1)
+            devices.extend(f"{prefix}{n}" for n in range(end - start))
+            devices.extend(f"COL{n}" for n in range(end, width))
+            break
         devices.extend(f"{prefix}{n}" for n in range(end - start))
     return devices
+
+
+def end_of_gpus(rows: list[_Row], start: int) -> int:
+    """One past the last column a GPU row links to by NVLink, or where the last GPU row's self cell is."""
+    end = start
+    for row in rows:
+        for column, cell in enumerate(row.cells):
+            if column >= end and (cell == "X" or cell.startswith("NV")):
+                end = column + 1
+    return end

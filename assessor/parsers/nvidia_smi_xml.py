@@ -17,6 +17,7 @@ The NVLink state is not part of this XML (it comes from ``nvidia-smi nvlink``), 
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from assessor.errors import ParseError
@@ -27,6 +28,8 @@ from assessor.pci import normalize_bus_id
 
 # XML tag suffix -> the name facts.py uses (NVML's constant names, without the prefix).
 _THROTTLE_NAMES = {"display_clocks_setting": "display_clock_setting"}
+
+_LOST = re.compile(r"unable to determine the device handle", re.IGNORECASE)
 
 
 def parse(text: str) -> NodeFacts:
@@ -76,7 +79,16 @@ def parse(text: str) -> NodeFacts:
         for gpu, element in zip(gpus, elements, strict=True)
         if gpu.mig_mode_current and (found := _mig_devices(element)) is not None
     }
-    return NodeFacts(driver=driver, gpus=gpus, mig_compute_gis=devices or None)
+    facts = NodeFacts(driver=driver, gpus=gpus, mig_compute_gis=devices or None)
+    attached = _int(root, "attached_gpus")
+    # A GPU lost from the bus is counted in the header but printed as 'Unable to determine the device
+    # handle': then the missing block is the fault itself, not a cut.
+    if attached is not None and attached >= len(gpus) and _LOST.search(text) is None:
+        facts.gpus_attached = attached
+        if attached > len(gpus):
+            # nvidia-smi -q -x -i N lists one GPU under the count of all: the rest were filtered out.
+            facts.partial["gpus"] = f"<attached_gpus> says {attached}, the XML holds {len(gpus)} <gpu> (filtered)"
+    return facts
 
 
 def _gpu(index: int, g: ET.Element) -> Gpu:
@@ -125,6 +137,8 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         fabric_state=_text(g, "fabric/state"),
         fabric_status=_text(g, "fabric/status"),
         compute_mode=_text(g, "compute_mode"),
+        performance_state=_text(g, "performance_state"),
+        utilization_gpu_pct=_float(g, "utilization/gpu_util"),
     )
 
 

@@ -25,11 +25,13 @@ def make(
     candidates: list[str] | None = None,
     cohort: str | None = None,
     db: str | None = None,
+    identities: dict[str, dict[str, str]] | None = None,
 ) -> Report:
     """Read the inputs and build the report document of ``kind``.
 
-    ``inputs``: results or grade JSON files, directories of them, attempts databases. With no input,
-    candidate and cohort reports read the default attempts database (or ``db``).
+    ``inputs``: results or grade JSON files, directories of them (gradebooks), attempts databases. With no
+    input, candidate and cohort reports read the default attempts database (or ``db``). ``identities``: who
+    each candidate is in the school's systems (:func:`read_candidates`), for a cohort's LMS import.
     """
     from assessor.reports import documents
 
@@ -37,7 +39,7 @@ def make(
         raise InputError(f"unknown report {kind!r} (reports: {', '.join(KINDS)})")
     read = documents.read_inputs(inputs)
     if kind == "fleet":
-        if read.records or read.databases:
+        if read.records or read.databases or read.ungraded:
             raise InputError("a fleet report reads results documents (`gpulab assess --json FILE`), not grades")
         if not read.results:
             raise InputError("a fleet report needs results: gpulab report fleet RESULTS.json|DIR ...")
@@ -79,14 +81,18 @@ def make(
     from assessor.reports import cohort as cohort_report
 
     name = cohort or "cohort"
-    return Report(kind, cohort_report.build(name, records, catalogue, rules, candidates=candidates))
+    doc = cohort_report.build(
+        name, records, catalogue, rules, candidates=candidates, ungraded=read.ungraded, identities=identities
+    )
+    return Report(kind, doc)
 
 
-def write(report: Report, fmt: str, out: str | None) -> str:
-    """Render the report in ``fmt``; write it to ``out`` (returned) or return the text when ``out`` is None."""
+def write(report: Report, fmt: str, out: str | None, *, lms: str | None = None) -> str:
+    """Render the report in ``fmt`` (a cohort CSV in an LMS's layout with ``lms``); write it to ``out``
+    (returned) or return the text when ``out`` is None."""
     from assessor.reports import render
 
-    text = render.render(report.document, fmt, results=report.results)
+    text = render.render(report.document, fmt, results=report.results, lms=lms)
     if out is None:
         return text
     path = Path(out)
@@ -104,10 +110,22 @@ def format_for(out: str | None) -> str:
     return {".md": "md", ".markdown": "md", ".csv": "csv", ".xml": "junit", ".json": "json"}.get(suffix, "html")
 
 
-def read_candidates(path: str) -> list[str]:
-    """A candidate list file: one name per line; blank lines and # comments ignored."""
+ROSTER_SUFFIXES = (".csv", ".yaml", ".yml")
+
+
+def read_candidates(path: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """The candidates of a cohort and who each is: a cohort's candidates file (``.csv``, ``.yaml``, ``.yml``;
+    :mod:`assessor.labs.roster`, with optional e-mail, login, SIS id, section, name and LMS id), or a plain
+    list, one name per line (blank lines and # comments ignored)."""
+    if Path(path).suffix.lower() in ROSTER_SUFFIXES:
+        from assessor.labs import roster
+
+        members = roster.read(path)
+        return [m.candidate for m in members], {m.candidate: m.identity for m in members if m.identity}
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text: {exc.reason}") from None
+    return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")], {}

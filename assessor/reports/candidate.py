@@ -10,16 +10,13 @@ from typing import Any
 from assessor.reports.documents import SCHEMA_IDS, AttemptRecord, validate
 
 
-def best_of(records: Sequence[AttemptRecord]) -> AttemptRecord:
-    """The attempt that counts: an unflagged one before any flagged, then a pass beats a fail, then the higher
-    score, then the earlier one. A flagged attempt is shown, never counted while a clean one exists."""
-    ordered = sorted(records, key=lambda r: r.graded_at)
-    ordered = [r for r in ordered if not r.flags] or ordered
-    top = ordered[0]
-    for r in ordered[1:]:
-        if (r.passed, r.percent) > (top.passed, top.percent):
-            top = r
-    return top
+def best_of(records: Sequence[AttemptRecord]) -> AttemptRecord | None:
+    """The best attempt of one lab that counts, by the rule `gpulab progress` applies
+    (:func:`assessor.labs.attempts.best`: recorded, no flag; a pass beats a fail, then the higher score, then
+    the earlier one); None when every attempt is flagged or was not recorded."""
+    from assessor.labs.attempts import best
+
+    return next(iter(best(records).values()), None)
 
 
 def latest_of(records: Sequence[AttemptRecord]) -> AttemptRecord:
@@ -72,7 +69,15 @@ def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
 
 
 def passed_labs(records: Sequence[AttemptRecord], known: set[str]) -> set[str]:
-    return {lab for lab, rs in by_lab(records).items() if lab in known and not best_of(rs).flags and best_of(rs).passed}
+    """The labs passed for the level rule: those whose best attempt that counts passed (as `gpulab progress`)."""
+    from assessor.labs.attempts import best
+
+    return {lab for lab, r in best(records).items() if lab in known and r.passed}
+
+
+def not_counted(records: Sequence[AttemptRecord]) -> list[str]:
+    """Why some grades of one lab do not count: each reason a grade was not recorded as an attempt."""
+    return list(dict.fromkeys(f"not recorded: {r.not_recorded_because}" for r in records if not r.recorded))
 
 
 def certifications(rules: Any, levels: Any) -> list[dict[str, Any]]:
@@ -155,20 +160,21 @@ def build(
         domain = lab.domain if lab else (rs[0].domain or "unknown")
         level = lab.level if lab else (rs[0].level or 0)
         hints = [r.hints_used for r in rs if r.hints_used is not None]
-        best = best_of(rs)
+        counted = best_of(rs)
+        shown = counted or latest_of(rs)  # nothing counts: the latest is shown, and not passed
         attempted.append(
             {
                 "lab": lab_id,
                 "title": lab.title if lab else "(not in this catalogue)",
                 "domain": domain,
                 "level": level,
-                "attempts": len(rs),
-                "passed": best.passed,
-                "best": _attempt_json(best),
+                "attempts": sum(1 for r in rs if r.recorded),
+                "passed": bool(counted and counted.passed),
+                "best": _attempt_json(shown),
                 "latest": _attempt_json(latest_of(rs)),
                 "time_limit_min": lab.time_limit_min if lab else None,
                 "hints_used": max(hints) if hints else None,
-                "flags": lab_flags(rs),
+                "flags": lab_flags(rs) + not_counted(rs),
             }
         )
     attempted.sort(key=lambda e: (order.get(e["domain"], 99), e["level"], e["lab"]))

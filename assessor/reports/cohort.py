@@ -1,14 +1,49 @@
 """The cohort report document (gpulab.cohort/1): gradebook, level distribution, checks most often failed,
-team readiness against the curriculum's team compositions (``reports/teams.yaml``)."""
+team readiness against the curriculum's team compositions (``reports/teams.yaml``).
+
+A lab's best score and pass are those `gpulab progress` gives: :func:`assessor.labs.attempts.best` over the
+candidate's attempts, so a flagged attempt and a grade that was not recorded are shown (with why), never counted.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assessor.reports.candidate import best_of, by_lab, lab_flags, passed_labs
-from assessor.reports.documents import SCHEMA_IDS, AttemptRecord, validate
+from assessor.reports.candidate import by_lab, lab_flags, passed_labs
+from assessor.reports.documents import NO_START, SCHEMA_IDS, AttemptRecord, UngradedRecord, validate
+
+
+def lab_cell(records: Sequence[AttemptRecord], ungraded: Sequence[UngradedRecord] = ()) -> dict[str, Any]:
+    """One candidate's cell of one lab: the best attempt that counts (the rule of `gpulab progress`), the
+    recorded attempts (flagged ones included, as progress counts them), and, when nothing counts, why: the
+    latest of a flagged attempt, a grade not recorded, or a grade run that could not reach or capture the host."""
+    from assessor.labs.attempts import best
+
+    top = next(iter(best(records).values()), None)
+    recorded = [r for r in records if r.recorded]
+    cell: dict[str, Any] = {
+        "best": top.percent if top else None,
+        "attempts": len(recorded),
+        "passed": bool(top and top.passed),
+        "late": bool(top and top.late),
+        "flags": lab_flags(records),
+        "flagged": sum(1 for r in recorded if r.flags),
+        "not_recorded": sum(1 for r in records if not r.recorded),
+        "status": ("passed" if top.passed else "not passed") if top else "",
+        "why": None,
+    }
+    if top is not None:
+        return cell
+    # nothing counts: say why, from the latest thing that happened
+    events: list[tuple[str, str, str]] = [
+        (r.graded_at, "not recorded", r.not_recorded_because or NO_START) for r in records if not r.recorded
+    ]
+    events += [(r.graded_at, "flagged", "; ".join(r.flags)) for r in recorded if r.flags]
+    events += [(u.at, u.status, u.message) for u in ungraded]
+    _, cell["status"], cell["why"] = max(events, key=lambda e: e[0])
+    return cell
 
 
 def failed_checks(records: Sequence[AttemptRecord], limit: int = 20) -> list[dict[str, Any]]:
@@ -115,9 +150,13 @@ def build(
     rules: Any,
     *,
     candidates: Sequence[str] | None = None,
+    ungraded: Sequence[UngradedRecord] = (),
+    identities: Mapping[str, Mapping[str, str]] | None = None,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """The cohort report document, validated. ``candidates`` adds people with no attempt yet."""
+    """The cohort report document, validated. ``candidates`` adds people with no attempt yet; ``ungraded``
+    are the candidates a grade run could not grade (each gets a row that says so); ``identities`` are who
+    each candidate is in the school's systems (from the candidates file), for an LMS import."""
     from assessor.labs import levels as level_rule
     from assessor.labs.model import DOMAINS
     from assessor.reports.content import load_data
@@ -126,6 +165,12 @@ def build(
     people_records: dict[str, list[AttemptRecord]] = {name: [] for name in candidates or ()}
     for r in records:
         people_records.setdefault(r.candidate, []).append(r)
+    missed: dict[str, list[UngradedRecord]] = {}
+    for u in ungraded:
+        if candidates and u.candidate not in candidates:
+            continue
+        missed.setdefault(u.candidate, []).append(u)
+        people_records.setdefault(u.candidate, [])
     people: list[dict[str, Any]] = []
     distribution = {d: [0] * 6 for d in DOMAINS}
     overall = [0] * 6
@@ -133,40 +178,39 @@ def build(
     for name in sorted(people_records):
         mine = people_records[name]
         levels = level_rule.compute(rules, catalogue.labs, passed_labs(mine, set(labs)))
+        grouped = by_lab(mine)
+        not_graded: dict[str, list[UngradedRecord]] = {}
+        for u in missed.get(name, []):
+            not_graded.setdefault(u.lab_id, []).append(u)
         cells: dict[str, dict[str, Any]] = {}
-        for lab_id, rs in by_lab(mine).items():
+        for lab_id in sorted(set(grouped) | set(not_graded)):
             attempted_labs.add(lab_id)
-            best = best_of(rs)
-            cells[lab_id] = {
-                "best": best.percent,
-                "attempts": len(rs),
-                "passed": best.passed,
-                "late": best.late,
-                "flags": lab_flags(rs),
-            }
+            cells[lab_id] = lab_cell(grouped.get(lab_id, []), not_graded.get(lab_id, []))
         for d in DOMAINS:
             distribution[d][levels.domains[d].level] += 1
         overall[levels.overall] += 1
-        people.append(
-            {
-                "candidate": name,
-                "overall": levels.overall,
-                "levels": {d: levels.domains[d].level for d in DOMAINS},
-                "labs": cells,
-                "flags": sorted({f"{lab}: {f}" for lab, c in cells.items() for f in c["flags"]}),
-            }
-        )
+        person: dict[str, Any] = {
+            "candidate": name,
+            "overall": levels.overall,
+            "levels": {d: levels.domains[d].level for d in DOMAINS},
+            "labs": cells,
+            "flags": sorted({f"{lab}: {f}" for lab, c in cells.items() for f in c["flags"]}),
+        }
+        who = {k: str(v) for k, v in (identities or {}).get(name, {}).items() if v}
+        if who:
+            person["identity"] = who
+        people.append(person)
     order = {d: i for i, d in enumerate(DOMAINS)}
     columns: list[dict[str, Any]] = []
     for lab_id in attempted_labs:
         lab = labs.get(lab_id)
-        sample = next(r for rs in people_records.values() for r in rs if r.lab_id == lab_id)
+        sample = next((r for rs in people_records.values() for r in rs if r.lab_id == lab_id), None)
         columns.append(
             {
                 "lab": lab_id,
                 "title": lab.title if lab else "(not in this catalogue)",
-                "domain": lab.domain if lab else (sample.domain or "unknown"),
-                "level": lab.level if lab else (sample.level or 0),
+                "domain": lab.domain if lab else ((sample.domain if sample else None) or "unknown"),
+                "level": lab.level if lab else ((sample.level if sample else None) or 0),
             }
         )
     columns.sort(key=lambda e: (order.get(e["domain"], 99), e["level"], e["lab"]))

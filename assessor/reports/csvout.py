@@ -1,7 +1,8 @@
 """CSV of each report document (the csv module; every text cell neutralised for spreadsheets).
 
-Cohort: the gradebook, one row per candidate (columns in docs/REPORTS.md). Candidate: one row per lab
-attempted. Fleet: one row per host, one column per check.
+Cohort: the gradebook, one row per candidate (columns in docs/REPORTS.md), or with ``lms`` the layout an
+LMS's grade import reads (:data:`LMS`: Canvas, Moodle). Candidate: one row per lab attempted. Fleet: one row
+per host, one column per check.
 """
 
 from __future__ import annotations
@@ -12,14 +13,34 @@ from typing import Any
 
 from assessor.neutralise import csv_cell
 
+# The identity columns each LMS's gradebook import reads, in its order, and the identity key each shows
+# (docs/REPORTS.md cites the documentation). Then one column per lab: the best score in percent that counts.
+LMS: dict[str, tuple[tuple[str, str], ...]] = {
+    # Canvas's gradebook CSV: the columns of its own gradebook export
+    "canvas": (
+        ("Student", "name"),
+        ("ID", "lms_id"),
+        ("SIS User ID", "sis_id"),
+        ("SIS Login ID", "login"),
+        ("Section", "section"),
+    ),
+    # Moodle's CSV grade import maps a user by a column the teacher picks: e-mail, username or ID number
+    "moodle": (("Full name", "name"), ("Email address", "email"), ("Username", "login"), ("ID number", "sis_id")),
+}
+# What each LMS can match a row to a person by (the name column only shows who it is, except in Canvas).
+MATCHED_BY = {"canvas": ("lms_id", "sis_id", "login", "name"), "moodle": ("email", "login", "sis_id")}
 
-def render(doc: dict[str, Any]) -> str:
+
+def render(doc: dict[str, Any], *, lms: str | None = None) -> str:
     from assessor.reports.documents import kind_of
 
     kind = kind_of(doc)
-    rows = {"cohort": gradebook, "candidate": candidate_rows, "fleet": fleet_rows, "results": _results_rows}[
-        kind or "fleet"
-    ](doc)
+    if lms is not None:
+        rows = lms_rows(doc, lms)
+    else:
+        rows = {"cohort": gradebook, "candidate": candidate_rows, "fleet": fleet_rows, "results": _results_rows}[
+            kind or "fleet"
+        ](doc)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180, what spreadsheets and LMS imports expect
     for row in rows:
@@ -27,13 +48,26 @@ def render(doc: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def status_text(cell: dict[str, Any]) -> str:
+    """A cell's status with why: ``passed``, ``flagged: reference solution applied ...``, ``unreachable: ...``."""
+    return f"{cell['status']}: {cell['why']}" if cell.get("why") else str(cell["status"])
+
+
 def gradebook(doc: dict[str, Any]) -> list[list[Any]]:
-    """One row per candidate: levels, then best score / attempts / late / flags per lab."""
+    """One row per candidate: levels, then per lab the best score that counts, passed, attempts, late, status
+    (what counts, or why nothing does) and flags."""
     domains = doc["domains"]
     labs = [lab["lab"] for lab in doc["labs"]]
     head = ["candidate", "overall_level", *(f"level_{d}" for d in domains), "labs_attempted", "labs_passed"]
     for lab in labs:
-        head += [f"{lab}_best_percent", f"{lab}_attempts", f"{lab}_late", f"{lab}_flags"]
+        head += [
+            f"{lab}_best_percent",
+            f"{lab}_passed",
+            f"{lab}_attempts",
+            f"{lab}_late",
+            f"{lab}_status",
+            f"{lab}_flags",
+        ]
     head.append("flags")
     rows: list[list[Any]] = [head]
     for person in doc["candidates"]:
@@ -42,18 +76,50 @@ def gradebook(doc: dict[str, Any]) -> list[list[Any]]:
             person["candidate"],
             person["overall"],
             *(person["levels"].get(d, 0) for d in domains),
-            len(cells),
+            sum(1 for c in cells.values() if c["attempts"] or c["not_recorded"]),
             sum(1 for c in cells.values() if c["passed"]),
         ]
         for lab in labs:
             c = cells.get(lab)
             if c is None:
-                row += [None, 0, None, None]
+                row += [None, None, 0, None, None, None]
             else:
-                row += [c["best"], c["attempts"], c["late"], "; ".join(c["flags"]) or None]
+                row += [
+                    c["best"],
+                    c["passed"],
+                    c["attempts"],
+                    c["late"],
+                    status_text(c),
+                    "; ".join(c["flags"]) or None,
+                ]
         row.append("; ".join(person["flags"]) or None)
         rows.append(row)
     return rows
+
+
+def lms_rows(doc: dict[str, Any], lms: str) -> list[list[Any]]:
+    """The cohort gradebook in an LMS's import layout (:data:`LMS`): the identity columns, from the candidates
+    file (the name falls back to the candidate's gpulab name), then one column per lab with the best score in
+    percent that counts (empty when none counts: not attempted, flagged, not recorded, unreachable)."""
+    from assessor.errors import InputError
+
+    if lms not in LMS:
+        raise InputError(f"unknown LMS {lms!r} (layouts: {', '.join(LMS)})")
+    labs = [lab["lab"] for lab in doc["labs"]]
+    rows: list[list[Any]] = [[column for column, _ in LMS[lms]] + labs]
+    for person in doc["candidates"]:
+        who = {"name": person["candidate"], **person.get("identity", {})}
+        row: list[Any] = [who.get(key) for _, key in LMS[lms]]
+        for lab in labs:
+            c = person["labs"].get(lab)
+            row.append(c["best"] if c else None)
+        rows.append(row)
+    return rows
+
+
+def unmatched(doc: dict[str, Any], lms: str) -> list[str]:
+    """Candidates an LMS cannot match to a person: none of the identities it matches by was given."""
+    return [p["candidate"] for p in doc["candidates"] if not any(p.get("identity", {}).get(k) for k in MATCHED_BY[lms])]
 
 
 def candidate_rows(doc: dict[str, Any]) -> list[list[Any]]:

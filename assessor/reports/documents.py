@@ -4,9 +4,10 @@ Documents: ``results`` (gpulab.results/1, what ``assess`` writes), ``grade`` (gp
 attempt), ``progress`` (gpulab.progress/1), and the report documents ``candidate``, ``cohort`` and
 ``fleet``. Renderers only ever see a document that passed :func:`validate`.
 
-Inputs (``gpulab report KIND INPUT...``): a results or grade JSON file, a directory of them, or the
-attempts database (SQLite). :func:`read_inputs` sorts them into results documents, attempt records and
-databases.
+Inputs (``gpulab report KIND INPUT...``): a results or grade JSON file, a directory of them (a gradebook:
+``lab grade --out DIR`` keeps every grade there, and a gpulab.ungraded/1 document for each candidate a run
+could not grade), or the attempts database (SQLite). :func:`read_inputs` sorts them into results documents,
+attempt records, ungraded records and databases.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SCHEMA_IDS = {
     "candidate": "gpulab.candidate/1",
     "cohort": "gpulab.cohort/1",
     "fleet": "gpulab.fleet/1",
+    "ungraded": "gpulab.ungraded/1",
 }
 NAMES = tuple(SCHEMA_IDS)
 
@@ -98,6 +100,15 @@ class AttemptRecord:
     hints_used: int | None = None
     domain: str | None = None
     level: int | None = None
+    recorded: bool = True  # a grade document may say it was shown but not recorded as an attempt
+    not_recorded_because: str | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether it counts towards a best, a pass and a level: the rule `gpulab progress` applies."""
+        from assessor.labs.attempts import counts
+
+        return counts(self)
 
     @property
     def elapsed_min(self) -> float | None:
@@ -165,16 +176,42 @@ def record_from_grade(doc: dict[str, Any], source: str = "") -> AttemptRecord:
         passed=bool(doc["passed"]),
         checks=tuple(doc["checks"]),
         host=doc.get("host"),
-        flags=flags_of(doc.get("flags")) + _not_recorded(doc),
+        flags=flags_of(doc.get("flags")),
         hints_used=_int_or_none(doc.get("hints_used")),
+        # a document of a gpulab that did not say is taken as recorded, as it was then
+        recorded=doc.get("recorded") is not False,
+        not_recorded_because=(
+            (str(doc.get("not_recorded_because") or "") or NO_START) if doc.get("recorded") is False else None
+        ),
     )
 
 
-def _not_recorded(doc: dict[str, Any]) -> tuple[str, ...]:
-    """A grade shown but not recorded as an attempt (no start, another node) is flagged with why."""
-    if doc.get("recorded") is False:
-        return (f"not recorded as an attempt: {doc.get('not_recorded_because') or 'no matching start'}",)
-    return ()
+NO_START = "no matching start"
+
+
+@dataclass(frozen=True)
+class UngradedRecord:
+    """A candidate a grade run could not grade (gpulab.ungraded/1): the host was unreachable or its capture
+    failed. Shown in the cohort report, never an attempt."""
+
+    candidate: str
+    lab_id: str
+    at: str
+    status: str  # "unreachable" or "failed"
+    message: str
+    host: str | None = None
+
+
+def record_from_ungraded(doc: dict[str, Any]) -> UngradedRecord:
+    """From a validated gpulab.ungraded/1 document."""
+    return UngradedRecord(
+        candidate=str(doc["candidate"]),
+        lab_id=str(doc["lab"]),
+        at=str(doc["at"]),
+        status=str(doc["status"]),
+        message=str(doc.get("message") or ""),
+        host=doc.get("host"),
+    )
 
 
 @dataclass
@@ -182,6 +219,7 @@ class Inputs:
     results: list[dict[str, Any]] = field(default_factory=list)
     records: list[AttemptRecord] = field(default_factory=list)
     databases: list[Path] = field(default_factory=list)
+    ungraded: list[UngradedRecord] = field(default_factory=list)
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -230,6 +268,8 @@ def _read_json(path: Path, out: Inputs, *, strict: bool) -> None:
         out.results.append(doc)
     elif kind == "grade":
         out.records.append(record_from_grade(doc, str(path)))
+    elif kind == "ungraded":
+        out.ungraded.append(record_from_ungraded(doc))
     elif strict:
         raise InputError(f"{path}: a {SCHEMA_IDS[kind]} document is a report, not a report input")
 

@@ -119,18 +119,25 @@ def environment(fmt: str) -> Any:
     return env
 
 
-def render(doc: dict[str, Any], fmt: str, *, results: list[dict[str, Any]] | None = None) -> str:
-    """The document in ``fmt``. JUnit renders the results documents a fleet document was made from."""
+def render(
+    doc: dict[str, Any], fmt: str, *, results: list[dict[str, Any]] | None = None, lms: str | None = None
+) -> str:
+    """The document in ``fmt``. JUnit renders the results documents a fleet document was made from; ``lms``
+    (canvas, moodle) writes a cohort's CSV in that LMS's import layout."""
     kind = kind_of(doc)
     if kind is None:
         raise InputError("not a gpulab document")
     validate(doc, kind)
+    if lms is not None and (fmt != "csv" or kind != "cohort"):
+        raise InputError(
+            f"--lms {lms} is a layout of the cohort gradebook CSV: `gpulab report cohort ... -f csv --lms {lms}`"
+        )
     if fmt == "json":
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
         from assessor.reports import csvout
 
-        return csvout.render(doc)
+        return csvout.render(doc, lms=lms)
     if fmt == "junit":
         from assessor.reports import junit
 

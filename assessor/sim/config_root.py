@@ -22,8 +22,10 @@ file reads as absent, and a file is read up to :data:`MAX_CONFIG_BYTES`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -157,12 +159,10 @@ def site_nccl_conf(env: Mapping[str, str]) -> str:
 
 def set_nccl_conf(root: Path, changes: Mapping[str, str | None]) -> None:
     """Set (or, for None, remove) variables in the node's ``/etc/nccl.conf``, keeping its other lines."""
-    target = root.joinpath(*NCCL_CONF.strip("/").split("/"))
     lines = (read_config(root, NCCL_CONF) or _NCCL_CONF).splitlines()
     kept = [line for line in lines if line.partition("=")[0].strip() not in changes]
     kept += [f"{k}={v}" for k, v in changes.items() if v is not None]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    write_node_file(root, NCCL_CONF, "\n".join(kept) + "\n")
 
 
 def sync_nccl_conf(root: Path, before: Mapping[str, str], after: Mapping[str, str]) -> None:
@@ -180,16 +180,66 @@ def populated(root: Path | None) -> bool:
     return root is not None and _inside(root, MODPROBE_D) is not None
 
 
+def write_node_file(root: Path, node_path: str, text: str) -> Path:
+    """Write the node's file ``node_path`` under ``root`` without following any symbolic link.
+
+    A node's files are the candidate's to change, symbolic links included (inside the node, ``ln -s
+    /root/.bashrc /etc/nccl.conf``; outside, that link would point at this machine's files). gpulab, writing
+    from outside the node (a lab's reset, a fault, the agent), never follows one: a link where a folder should
+    be is replaced by the folder, a link where the file should be by a file written beside and renamed into
+    place; a regular file is rewritten in place (opened without following links), which a running node sees.
+    ``root`` itself must be a real folder (InputError otherwise: someone with access to this machine put a
+    link beside the state file).
+    """
+    import tempfile
+
+    from assessor.errors import InputError
+
+    parts = [p for p in node_path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise InputError(f"{node_path}: not a file path on the node")
+    if root.is_symlink():
+        raise InputError(f"{root}: the node's files are a symbolic link; gpulab writes only into a real folder")
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        folder.mkdir(exist_ok=True)
+    target = folder / parts[-1]
+    if target.is_file() and not target.is_symlink():
+        # rewritten in place: a running node's overlay keeps showing this inode, a renamed-in file it may not
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            pass  # replaced by a link since the check: fall through to the rename, which replaces the link
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return target
+    fd, tmp = tempfile.mkstemp(prefix=f".{parts[-1]}.", suffix=".gpulab-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(tmp, target)  # replaces a link itself, never what it points at
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
 def populate(root: Path, state: NodeState, *, overwrite: bool = False) -> list[Path]:
     """Write the node's default configuration files under ``root``; returns the files written."""
     written = []
     for node_path, text in default_files(state).items():
         target = root.joinpath(*node_path.strip("/").split("/"))
-        if target.exists() and not overwrite:
+        if os.path.lexists(target) and not overwrite:
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        written.append(target)
+        written.append(write_node_file(root, node_path, text))
     return written
 
 

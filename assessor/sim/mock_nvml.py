@@ -58,6 +58,7 @@ from assessor.sim.state import (
     GpuInstanceState,
     GpuState,
     NodeState,
+    gpu_utilization,
     load_state,
     updating,
 )
@@ -526,13 +527,12 @@ class MockNvml:
         return info
 
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
-        """An idle GPU: 0 % (nvidia-smi's Utilization); NotSupported with MIG on (nvidia-smi prints N/A)."""
+        """0 % idle, busy while a job runs (nvidia-smi's Utilization); NotSupported with MIG on (N/A there)."""
         gpu = self._physical(handle)
         if gpu.mig_mode_current:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         util = pynvml.c_nvmlUtilization_t()
-        util.gpu = 0
-        util.memory = 0
+        util.gpu, util.memory = gpu_utilization(gpu)
         return util
 
     def nvmlDeviceGetFanSpeed(self, handle: Any) -> int:
@@ -1200,27 +1200,253 @@ class MockNvml:
         return int(pynvml.NVML_SUCCESS)
 
     # ---- processes -------------------------------------------------------------------------------------
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
-        gpu = self._physical(handle)
+    def _running(self, handle: Any, kind: str) -> list[Any]:
+        """The node's processes of one kind (C compute, G graphics) on a GPU, or on one MIG device.
+
+        A MIG device handle answers for its own GPU and compute instance only, as NVML documents; the
+        physical GPU's handle lists every process on it.
+        """
+        gpu = self._gpu(handle)
+        key = self._lookup(handle)
         procs = []
         for p in gpu.processes:
-            if p.type == "C":
-                procs.append(
-                    pynvml.nvmlFriendlyObject(
-                        {
-                            "pid": p.pid,
-                            "usedGpuMemory": p.used_memory_mib * 1024 * 1024,
-                            # 0xFFFFFFFF: not on a MIG device (NVML's "invalid" instance id)
-                            "gpuInstanceId": 0xFFFFFFFF if p.gi_id is None else p.gi_id,
-                            "computeInstanceId": 0xFFFFFFFF if p.ci_id is None else p.ci_id,
-                        }
-                    )
+            if p.type != kind:
+                continue
+            if key[0] == "mig" and (p.gi_id, p.ci_id) != (key[2], key[3]):
+                continue
+            procs.append(
+                pynvml.nvmlFriendlyObject(
+                    {
+                        "pid": p.pid,
+                        "usedGpuMemory": p.used_memory_mib * 1024 * 1024,
+                        # 0xFFFFFFFF: not on a MIG device (NVML's "invalid" instance id)
+                        "gpuInstanceId": 0xFFFFFFFF if p.gi_id is None else p.gi_id,
+                        "computeInstanceId": 0xFFFFFFFF if p.ci_id is None else p.ci_id,
+                    }
                 )
+            )
         return procs
 
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        return self._running(handle, "C")
 
-# In a process started with GPULAB_SIM_STATE set, the pynvml hook patches pynvml on import; when this module
-# was the importer, the hook had to wait for MockNvml to exist and left what to do now (pynvml_hook.install).
-_after_build = globals().pop("_after_build", None)
-if _after_build is not None:
-    _after_build()
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Any) -> list[Any]:
+        return self._running(handle, "G")
+
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, handle: Any) -> list[Any]:
+        self._gpu(handle)
+        return []  # no MPS control daemon runs on a simulated node
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        """The command of a process that has a GPU open (NotFound for any other PID, as NVML answers)."""
+        for gpu in self._st().gpus:
+            for p in gpu.processes:
+                if p.pid == pid:
+                    return p.name
+        _raise(pynvml.NVML_ERROR_NOT_FOUND)
+
+    def nvmlDeviceGetProcessUtilization(self, handle: Any, lastSeenTimeStamp: int = 0) -> list[Any]:
+        """Per-process samples: NotFound while no job runs (what a real idle GPU answers)."""
+        gpu = self._physical(handle)
+        sm, memory = gpu_utilization(gpu)
+        jobs = [p for p in gpu.processes if p.type == "C" and p.unit is None]
+        if not jobs:
+            _raise(pynvml.NVML_ERROR_NOT_FOUND)
+        samples = []
+        for p in jobs:
+            sample = pynvml.c_nvmlProcessUtilizationSample_t()
+            sample.pid = p.pid
+            sample.timeStamp = max(int(lastSeenTimeStamp) + 1, 1_700_000_000_000_000)
+            sample.smUtil = sm // len(jobs)
+            sample.memUtil = memory // len(jobs)
+            samples.append(sample)
+        return samples
+
+    # ---- engines, energy, application clocks, board -----------------------------------------------------
+    def nvmlDeviceGetEncoderUtilization(self, handle: Any) -> list[int]:
+        self._physical(handle)
+        return [0, 167000]  # no encode session on a simulated node; NVML's sampling period in microseconds
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: Any) -> list[int]:
+        self._physical(handle)
+        return [0, 167000]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        """Millijoules since the driver loaded: the power drawn now over the node's uptime."""
+        gpu = self._physical(handle)
+        uptime_s = 3600 * 24
+        return round(gpu.power_draw_w * 1000 * uptime_s)
+
+    def nvmlDeviceGetApplicationsClock(self, handle: Any, clockType: int) -> int:
+        return self._clock(self._physical(handle).max_clocks_mhz, clockType)
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle: Any, clockType: int) -> int:
+        return self._clock(self._physical(handle).max_clocks_mhz, clockType)
+
+    def nvmlDeviceGetMaxCustomerBoostClock(self, handle: Any, clockType: int) -> int:
+        return self._clock(self._physical(handle).max_clocks_mhz, clockType)
+
+    def nvmlDeviceGetClock(self, handle: Any, clockType: int, clockId: int) -> int:
+        gpu = self._physical(handle)
+        if clockId == pynvml.NVML_CLOCK_ID_CURRENT:
+            return self._clock(gpu.clocks_mhz, clockType)
+        if clockId in (
+            pynvml.NVML_CLOCK_ID_APP_CLOCK_TARGET,
+            pynvml.NVML_CLOCK_ID_APP_CLOCK_DEFAULT,
+            pynvml.NVML_CLOCK_ID_CUSTOMER_BOOST_MAX,
+        ):
+            return self._clock(gpu.max_clocks_mhz, clockType)
+        _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlDeviceGetMemoryBusWidth(self, handle: Any) -> int:
+        """5120 bits for the five or six HBM stacks of A100/H100/H200; 384 for GDDR boards."""
+        gpu = self._physical(handle)
+        return (
+            5120 if "HBM" in gpu.name or any(m in gpu.name for m in ("A100", "H100", "H200", "H800", "B200")) else 384
+        )
+
+    def nvmlDeviceGetNumGpuCores(self, handle: Any) -> int:
+        gpu = self._physical(handle)
+        sms = {"A100": 108, "A30": 56, "H100 NVL": 132, "H100": 132, "H200": 132, "L40S": 142, "B200": 148}
+        per_sm = 64 if gpu.architecture in ("Ampere",) and any(m in gpu.name for m in _GA100) else 128
+        count = next((n for model, n in sms.items() if model in gpu.name), None)
+        if count is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return count * per_sm
+
+    def nvmlDeviceGetPcieLinkMaxSpeed(self, handle: Any) -> int:
+        """MB/s per lane of the GPU's fastest generation (NVML_PCIE_LINK_MAX_SPEED_*)."""
+        gen = self._physical(handle).pcie_gen_max
+        return {1: 2500, 2: 5000, 3: 8000, 4: 16000, 5: 32000, 6: 64000}.get(gen, 0)
+
+    def nvmlDeviceGetPcieSpeed(self, handle: Any) -> int:
+        gen = self._physical(handle).pcie_gen_current
+        return {1: 2500, 2: 5000, 3: 8000, 4: 16000, 5: 32000, 6: 64000}.get(gen, 0)
+
+    def nvmlDeviceGetInforomImageVersion(self, handle: Any) -> str:
+        gpu = self._physical(handle)
+        return "G520.0200.00.05" if gpu.architecture == "Hopper" else "G506.0212.00.02"
+
+    def nvmlDeviceGetInforomVersion(self, handle: Any, infoRomObject: int) -> str:
+        self._physical(handle)
+        versions = {pynvml.NVML_INFOROM_OEM: "2.1", pynvml.NVML_INFOROM_ECC: "7.16", pynvml.NVML_INFOROM_POWER: None}
+        if infoRomObject not in versions:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        value = versions[infoRomObject]
+        if value is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    def nvmlDeviceGetBoardId(self, handle: Any) -> int:
+        gpu = self._physical(handle)
+        return int(gpu.bus_id.split(":")[1], 16) << 8
+
+    def nvmlDeviceGetMultiGpuBoard(self, handle: Any) -> int:
+        self._physical(handle)
+        return 0
+
+    def nvmlDeviceGetVirtualizationMode(self, handle: Any) -> int:
+        gpu = self._physical(handle)
+        return (
+            pynvml.NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH
+            if gpu.passthrough
+            else pynvml.NVML_GPU_VIRTUALIZATION_MODE_NONE
+        )
+
+    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int:
+        node = self._physical(handle).numa_node
+        if node is None:
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return node
+
+    def nvmlUnitGetCount(self) -> int:
+        self._st()
+        return 0  # S-class units only; no HGX or DGX node has one
+
+    # ---- memory errors ---------------------------------------------------------------------------------
+    def nvmlDeviceGetMemoryErrorCounter(self, handle: Any, errorType: int, counterType: int, locationType: int) -> int:
+        """ECC errors by memory location: every error of a simulated GPU is in device memory (DRAM)."""
+        total = self.nvmlDeviceGetTotalEccErrors(handle, errorType, counterType)
+        dram = (pynvml.NVML_MEMORY_LOCATION_DEVICE_MEMORY, getattr(pynvml, "NVML_MEMORY_LOCATION_DRAM", 7))
+        if locationType in dram:
+            return total
+        if 0 <= locationType <= 7:
+            return 0
+        _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+    # ---- topology --------------------------------------------------------------------------------------
+    def _topo_device(self, handle: Any) -> Any:
+        from assessor.sim.tools.nvidia_smi_topo_cmd import devices
+
+        gpu = self._physical(handle)
+        return next(d for d in devices(self._st()) if d.gpu is not None and d.gpu.index == gpu.index)
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, device1: Any, device2: Any) -> int:
+        """Where two GPUs meet on PCIe, by the same rule as ``nvidia-smi topo -m`` (NVLink is not a level)."""
+        from assessor.sim.tools.nvidia_smi_topo_cmd import pcie_connection
+
+        a, b = self._topo_device(device1), self._topo_device(device2)
+        if a.label == b.label:
+            return pynvml.NVML_TOPOLOGY_INTERNAL
+        return {
+            "PIX": pynvml.NVML_TOPOLOGY_SINGLE,
+            "PXB": pynvml.NVML_TOPOLOGY_MULTIPLE,
+            "NODE": pynvml.NVML_TOPOLOGY_NODE,
+        }.get(pcie_connection(a, b), pynvml.NVML_TOPOLOGY_SYSTEM)
+
+    def nvmlDeviceGetP2PStatus(self, device1: Any, device2: Any, p2pIndex: int) -> int:
+        self._physical(device1)
+        self._physical(device2)
+        return pynvml.NVML_P2P_STATUS_OK
+
+    def nvmlDeviceGetCpuAffinityWithinScope(self, device: Any, cpuSetSize: int, scope: int) -> list[int]:
+        """The CPUs ``topo -m`` lists as the GPU's affinity, as 64-bit words of a CPU mask."""
+        affinity = self._physical(device).cpu_affinity
+        words = [0] * cpuSetSize
+        for part in (affinity or "").split(","):
+            low, _, high = part.strip().partition("-")
+            if not low.isdigit():
+                continue
+            for cpu in range(int(low), int(high or low) + 1):
+                if cpu // 64 < cpuSetSize:
+                    words[cpu // 64] |= 1 << (cpu % 64)
+        return words
+
+    def nvmlDeviceGetCpuAffinity(self, device: Any, cpuSetSize: int) -> list[int]:
+        return self.nvmlDeviceGetCpuAffinityWithinScope(device, cpuSetSize, 1)
+
+    # ---- field values ----------------------------------------------------------------------------------
+    def nvmlDeviceGetFieldValues(self, handle: Any, values: Any) -> None:
+        """Fill a caller's ``nvmlFieldValue_t`` array; a field the simulator does not keep says NotSupported."""
+        gpu = self._physical(handle)
+        answers: dict[int, tuple[int, int]] = {}  # field id -> (value type, value)
+        ull, uint = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+        if gpu.ecc_mode_current:
+            answers[pynvml.NVML_FI_DEV_ECC_DBE_VOL_TOTAL] = (ull, gpu.ecc.volatile_uncorrected)
+            answers[pynvml.NVML_FI_DEV_ECC_SBE_VOL_TOTAL] = (ull, gpu.ecc.volatile_corrected)
+            answers[pynvml.NVML_FI_DEV_ECC_DBE_AGG_TOTAL] = (ull, gpu.ecc.aggregate_uncorrected)
+            answers[pynvml.NVML_FI_DEV_ECC_SBE_AGG_TOTAL] = (ull, gpu.ecc.aggregate_corrected)
+        answers[pynvml.NVML_FI_DEV_PCIE_REPLAY_COUNTER] = (ull, 0)
+        answers[pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION] = (ull, self.nvmlDeviceGetTotalEnergyConsumption(handle))
+        answers[pynvml.NVML_FI_DEV_POWER_INSTANT] = (uint, round(gpu.power_draw_w * 1000))
+        if gpu.nvlinks:
+            active = sum(1 for link in gpu.nvlinks if link.active)
+            answers[pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT] = (uint, len(gpu.nvlinks))
+            busy = gpu_utilization(gpu)[0] > 0
+            for name in ("NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX"):
+                if hasattr(pynvml, name):
+                    # KiB moved since the driver loaded: nothing while idle
+                    answers[getattr(pynvml, name)] = (ull, active * 1024 * 1024 if busy else 0)
+        for value in values:
+            found = answers.get(int(value.fieldId))
+            value.timestamp = 1_700_000_000_000_000
+            value.latencyUsec = 0
+            if found is None:
+                value.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                continue
+            value.valueType, number = found
+            value.nvmlReturn = pynvml.NVML_SUCCESS
+            if value.valueType == uint:
+                value.value.uiVal = number
+            else:
+                value.value.ullVal = number

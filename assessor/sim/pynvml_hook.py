@@ -1,13 +1,12 @@
 """Point the real ``pynvml`` at a simulated node: ``import pynvml`` in any program, no GPU needed.
 
-The wheel ships ``gpulab_nvml_hook.pth``; at interpreter start-up its one line imports this module only when
-``GPULAB_SIM_STATE`` is set (so a normal interpreter pays one environment lookup). :func:`activate` then waits
-for ``pynvml`` to be imported (a meta-path finder, so interpreters that never use NVML, such as the simulated
-tools themselves, import nothing more) and :func:`install` swaps the module's ``nvml*`` functions for a
-:class:`~assessor.sim.mock_nvml.MockNvml` over the state file. Everything else of ``pynvml`` stays its own:
-constants, ctypes structures and the ``NVMLError_*`` classes, so ``except pynvml.NVMLError_NotSupported``
-works unchanged. A pynvml function the mock does not simulate raises ``NVMLError_FunctionNotFound``, what
-pynvml raises when the driver's library lacks a symbol.
+A thin loader of gpulab's ``libnvidia-ml.so.1`` (:mod:`assessor.sim.nvml_lib`), the one way NVML answers
+from a simulated node: pynvml keeps every function of its own and calls them through the library, exactly as
+it calls the driver's. The wheel ships ``gpulab_nvml_hook.pth``; at interpreter start-up its one line imports
+this module only when ``GPULAB_SIM_STATE`` is set (so a normal interpreter pays one environment lookup).
+:func:`activate` then waits for ``pynvml`` to be imported (a meta-path finder, so interpreters that never use
+NVML, such as the simulated tools themselves, import nothing more) and :func:`install` hands pynvml the
+library in place of the driver's (``pynvml.nvmlLib``), building it on first use.
 
 The state file is the node: a change made through pynvml (MIG mode, instances, persistence, ECC mode) is
 written to it under the simulator's lock, so the simulated ``nvidia-smi`` sees it, and a change made by the
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 ENV = "GPULAB_SIM_STATE"
-_ORIGINALS = "_gpulab_originals"  # attribute of the patched pynvml module: the functions it had before
+_ORIGINALS = "_gpulab_originals"  # attribute of a pynvml given gpulab's library: what it had before
 
 
 def activate() -> None:
@@ -79,75 +78,59 @@ class _Loader:
             install(module)
 
 
-def _env_nvml() -> Any:
-    """A MockNvml whose state file (and caller's uid) is read from the environment at each ``nvmlInit``."""
-    import pynvml
-
-    from assessor.sim.mock_nvml import MockNvml
-
-    class EnvNvml(MockNvml):
-        def nvmlInitWithFlags(self, flags: int) -> None:
-            if self._refcount == 0:
-                path = os.environ.get(ENV)
-                if not path:
-                    # No node named: what pynvml says on a host without the driver's library.
-                    raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
-                if not os.path.exists(path):
-                    raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
-                if self.path is None or str(self.path) != path:
-                    self.point_at(path)  # another node: its own handles
-                self.euid = int(os.environ.get("GPULAB_SIM_EUID", os.geteuid()))
-            super().nvmlInitWithFlags(flags)
-
-    return EnvNvml(path=os.environ.get(ENV) or os.devnull)
-
-
 def install(module: ModuleType | None = None) -> Any:
-    """Patch ``pynvml`` (imported if needed) to answer from the simulated node; returns the mock.
+    """Hand ``pynvml`` (imported if needed) gpulab's library in place of the driver's; returns the library.
 
-    Idempotent. Each ``nvml*`` function the mock simulates is replaced by the mock's; pynvml's lookup of C
-    symbols answers ``FunctionNotFound`` for the rest (pynvml's own wrappers then raise it as they would).
+    Idempotent. pynvml's names, bound anywhere (``from pynvml import nvmlDeviceGetCount`` at import time
+    included), keep working: they look their C function up in ``pynvml.nvmlLib`` when called.
     """
     if module is None:
         import pynvml as module  # type: ignore[no-redef]
     assert module is not None
     if hasattr(module, _ORIGINALS):
-        return getattr(module, "_gpulab_mock")  # noqa: B009
-    building = sys.modules.get("assessor.sim.mock_nvml")
-    if building is not None and not hasattr(building, "MockNvml"):
-        # gpulab's own mock is importing pynvml (a mock: target in a shell where GPULAB_SIM_STATE is set): the
-        # mock does not exist yet; the mock module runs this once it is built (its last lines)
-        patched = module
-        building.__dict__["_after_build"] = lambda: install(patched)
-        return None
-    from assessor.sim.mock_nvml import MockNvml
-
-    mock = _env_nvml()
-    originals: dict[str, Any] = {}
-    for name in dir(MockNvml):
-        if name.startswith("nvml") and hasattr(module, name):
-            originals[name] = getattr(module, name)
-            setattr(module, name, getattr(mock, name))
-
-    def not_in_the_simulator(name: str) -> Any:
-        raise module.NVMLError(module.NVML_ERROR_FUNCTION_NOT_FOUND)
-
-    originals["_nvmlGetFunctionPointer"] = getattr(module, "_nvmlGetFunctionPointer")  # noqa: B009
-    setattr(module, "_nvmlGetFunctionPointer", not_in_the_simulator)  # noqa: B010
-    setattr(module, "_gpulab_mock", mock)  # noqa: B010
+        return getattr(module, _ORIGINALS)["library"]
+    if os.environ.get("GPULAB_NVML_SERVER"):
+        return None  # the library's own server process: it answers NVML, it never loads it
+    library = _Library()
+    originals = {"nvmlLib": getattr(module, "nvmlLib", None), "library": library}
+    with module.libLoadLock:
+        setattr(module, "nvmlLib", library)  # noqa: B010
+        getattr(module, "_nvmlGetFunctionPointer_cache").clear()  # noqa: B009
     setattr(module, _ORIGINALS, originals)
-    return mock
+    return library
+
+
+class _Library:
+    """gpulab's libnvidia-ml.so.1, built and loaded at pynvml's first lookup of a C function.
+
+    Not at install: pynvml is often imported while gpulab itself is still importing (the simulator's own
+    modules import pynvml for its constants), and building needs those modules.
+    """
+
+    def __init__(self) -> None:
+        self._cdll: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._cdll is None:
+            import ctypes
+
+            from assessor.sim.nvml_lib.build import ensure_library
+
+            self._cdll = ctypes.CDLL(str(ensure_library()))
+        return getattr(self._cdll, name)
 
 
 def uninstall(module: ModuleType | None = None) -> None:
-    """Give ``pynvml`` its own functions back (the pytest plugin does this after each test)."""
+    """Give ``pynvml`` its own library back (the pytest plugin does this after each test)."""
     module = module or sys.modules.get("pynvml")
     if module is None or not hasattr(module, _ORIGINALS):
         return
-    for name, func in getattr(module, _ORIGINALS).items():
-        setattr(module, name, func)
+    with module.libLoadLock:
+        setattr(module, "nvmlLib", getattr(module, _ORIGINALS)["nvmlLib"])  # noqa: B010
+        getattr(module, "_nvmlGetFunctionPointer_cache").clear()  # noqa: B009
     delattr(module, _ORIGINALS)
-    del module._gpulab_mock
 
 
 def installed(module: ModuleType | None = None) -> bool:

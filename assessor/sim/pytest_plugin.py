@@ -4,22 +4,25 @@ Installed with gpulab, it gives every test suite two fixtures:
 
 - ``sim_node``: one node for the test. Which one: the indirect parameter
   (``@pytest.mark.parametrize("sim_node", ["hgx-h100", "dgx-a100"], indirect=True)``), else the marker
-  (``@pytest.mark.sim_node("pcie-l40s", faults=["row-remap-pending"])``), else ``--sim-node NAME`` on the
+  (``@pytest.mark.sim_node("pcie-l40s", faults=["row-remap-pending"])``; a fault with options is a mapping,
+  ``faults=[{"fault": "ecc-uncorrectable", "gpu": 3}]``), else ``--sim-node NAME`` on the
   command line, else ``hgx-h100``. A name is a shipped fixture; a path is a state file (``gpulab sim init``,
   ``gpulab sim record``), copied so the test cannot change the original.
 - ``make_sim_node``: a factory, ``make_sim_node("dgx-a100", faults=[...], root=True)``, for tests that want
   several nodes in turn (the last one made is the one the environment names).
 
 While the test runs, ``GPULAB_SIM_STATE`` names the node's state file (in ``tmp_path``), ``GPULAB_SIM_EUID`` is
-0 (root; 1000 with ``root=False``), ``PATH`` starts with the simulated tools (``nvidia-smi``, ``dcgmi``...) and the
-already-imported ``pynvml`` answers from the node (:mod:`assessor.sim.pynvml_hook`); all of it is undone
-after the test. The test's own ``import pynvml`` needs nothing else.
+0 (root; 1000 with ``root=False``), ``PATH`` starts with the simulated tools (``nvidia-smi``, ``dcgmi``...) and
+``pynvml`` answers from the node through gpulab's ``libnvidia-ml.so.1`` (:mod:`assessor.sim.pynvml_hook`); all of
+it is undone after the test. The test's own ``import pynvml`` needs nothing else, and names bound at import time
+(``from pynvml import nvmlDeviceGetCount`` at the top of the module under test) work too: pynvml looks each C
+function up in its library when it is called.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,7 @@ class SimNode:
     path: Path  # the state file GPULAB_SIM_STATE names
     source: str  # the fixture name or file it was built from
     bin_dir: Path  # the simulated tools, first on PATH
-    faults: list[str] = field(default_factory=list)
+    faults: list[Any] = field(default_factory=list)  # names, or {"fault": name, option: value...}
 
     def state(self) -> NodeState:
         """The node as it is now (pynvml and the tools may have changed it)."""
@@ -53,10 +56,12 @@ class SimNode:
         return run_tool(list(argv), Session(path=self.path, env={"GPULAB_SIM_STATE": str(self.path)}))
 
 
-def build_node(
-    source: str | Path | NodeState, directory: Path, faults: Sequence[str] = (), *, name: str = "node"
-) -> Path:
+Faults = Sequence["str | Mapping[str, Any]"]
+
+
+def build_node(source: str | Path | NodeState, directory: Path, faults: Faults = (), *, name: str = "node") -> Path:
     """Write a node's state file in ``directory``: from a fixture name, a state file or a NodeState."""
+    from assessor.errors import InputError
     from assessor.sim import faults as fault_catalogue
     from assessor.sim.fixtures import fixture_names, load_fixture
     from assessor.sim.state import load_state, save_state
@@ -67,10 +72,16 @@ def build_node(
         state = load_fixture(str(source))
     else:
         state = load_state(source)  # InputError naming the file when it is not a state
-    for fault in faults:
+    for item in faults:
+        # a fault's name, or a mapping with its options: {"fault": "ecc-uncorrectable", "gpu": 3}
+        options = dict(item) if isinstance(item, Mapping) else {}
+        fault = options.pop("fault", None) if isinstance(item, Mapping) else item
         if fault not in fault_catalogue.FAULTS:
             raise pytest.UsageError(f"unknown simulator fault {fault!r} (known: {', '.join(fault_catalogue.FAULTS)})")
-        fault_catalogue.FAULTS[fault].apply(state)
+        try:
+            fault_catalogue.FAULTS[fault].apply(state, **options)
+        except InputError as exc:
+            raise pytest.UsageError(f"simulator fault {fault!r}: {exc}") from None
     path = directory / f"{name}.json"
     save_state(state, path)
     return path
@@ -113,9 +124,7 @@ def make_sim_node(
     made: list[SimNode] = []
     we_installed = False
 
-    def make(
-        source: str | Path | NodeState = DEFAULT_NODE, faults: Sequence[str] = (), *, root: bool = True
-    ) -> SimNode:
+    def make(source: str | Path | NodeState = DEFAULT_NODE, faults: Faults = (), *, root: bool = True) -> SimNode:
         nonlocal we_installed
         path = build_node(source, workdir, faults, name=f"node{len(made)}")
         monkeypatch.setenv("GPULAB_SIM_STATE", str(path))
@@ -142,7 +151,7 @@ def make_sim_node(
 @pytest.fixture
 def sim_node(request: pytest.FixtureRequest, make_sim_node: Callable[..., SimNode]) -> SimNode:
     """The simulated node of this test (see the module docstring for how it is chosen)."""
-    faults: Sequence[str] = ()
+    faults: Faults = ()
     source: Any = getattr(request, "param", None)
     marker = request.node.get_closest_marker("sim_node")
     if source is None and marker is not None:

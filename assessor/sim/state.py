@@ -219,6 +219,17 @@ class GpuState:
     lost: bool = False  # fell off the bus (Xid 79): NVML answers GpuIsLost
 
 
+# A job keeps its GPU busy: GPU-Util (SMs) and memory-controller utilisation while one runs.
+JOB_UTILIZATION = (100, 38)
+
+
+def gpu_utilization(gpu: GpuState) -> tuple[int, int]:
+    """(GPU %, memory %) as nvidia-smi and NVML report them: busy while a job (a compute process that no
+    systemd unit runs, such as an all_reduce_perf) is on the GPU, idle otherwise."""
+    busy = any(p.type == "C" and p.unit is None for p in gpu.processes)
+    return JOB_UTILIZATION if busy else (0, 0)
+
+
 @dataclass
 class NvSwitchState:
     index: int
@@ -524,7 +535,14 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the exclusive lock of the state at ``path`` (blocking until other holders are done)."""
     lp = lock_path(path)
     lp.parent.mkdir(parents=True, exist_ok=True)
-    with open(lp, "a+b") as fh:
+    try:
+        # never through a link planted where the lock file goes: it would create or open a file elsewhere
+        fd = os.open(lp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if os.path.islink(lp):
+            raise InputError(f"{lp}: the state's lock file is a symbolic link; remove it") from None
+        raise InputError(f"{lp}: cannot open the state's lock file: {exc.strerror}") from None
+    with os.fdopen(fd, "r+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield

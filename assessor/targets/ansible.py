@@ -101,12 +101,28 @@ def ssh_host_vars(spec: str, options: TargetOptions) -> tuple[str, dict[str, Any
     return params.host, hostvars
 
 
+def run_limit(options: TargetOptions) -> float:
+    """How long one ansible-playbook run may take in all: tasks run in parallel over the hosts, each within
+    ``host_timeout``; a playbook has a few of them."""
+    return max(60.0, 4 * options.host_timeout)
+
+
 def environment(options: TargetOptions, control_dir: Path) -> dict[str, str]:
     """Ansible's environment for one run."""
     env = {
         # ansible-runner turns host key checking off unless told; gpulab never does.
         "ANSIBLE_HOST_KEY_CHECKING": "True",
+        # An inventory may pick the paramiko connection (`ansible_connection: paramiko_ssh`): it checks keys
+        # too, never adds one on its own, and refuses an unknown key with an error rather than the yes/no
+        # prompt nobody would see (it prompts unless persistent connections are on; only the paramiko and
+        # network plugins read that switch).
+        "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD": "False",
+        "ANSIBLE_PARAMIKO_RECORD_HOST_KEYS": "False",
+        "ANSIBLE_USE_PERSISTENT_CONNECTIONS": "True",
         "ANSIBLE_TIMEOUT": str(max(1, round(options.connect_timeout))),
+        # every task of a lab's playbook ends within the per-host limit: a hung tool on one node (an
+        # nvidia-smi waiting on a GPU that fell off the bus) fails that node's task and the others go on
+        "ANSIBLE_TASK_TIMEOUT": str(max(1, round(options.host_timeout))),
         "ANSIBLE_SSH_ARGS": ssh_args(options, control_dir),
         "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
         "ANSIBLE_SSH_COMMON_ARGS": ssh_common_args(options),
@@ -154,6 +170,8 @@ def run(
             "ansible_ssh_args": ssh_args(options, control_dir),
             "ansible_host_key_checking": True,
             "ansible_ssh_host_key_checking": True,
+            # an inventory's `ansible_connection: paramiko_ssh` reads this one
+            "ansible_paramiko_host_key_checking": True,
         }
         result = PlaybookRun(rc=-1, status="unstarted")
         told: set[str] = set()
@@ -171,6 +189,9 @@ def run(
                 extravars={**(extravars or {}), **host_keys},
                 envvars=environment(options, control_dir),
                 forks=forks,
+                # the last resort when a task's own limit (ANSIBLE_TASK_TIMEOUT) did not end a hung host: the
+                # whole ansible-playbook is stopped and the run says "timeout"
+                timeout=round(run_limit(options)),
                 quiet=True,
                 suppress_env_files=True,
                 event_handler=handler,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
+from assessor.secrets import redact
 
 
 @dataclass
@@ -75,6 +76,12 @@ def _unparsed_is_failed() -> Iterator[None]:
 
 
 def _host(name: str, hv: dict[str, Any], path: str) -> InventoryHost:
+    from assessor.neutralise import visible
+    from assessor.secrets import has_password, redact
+
+    if name in (".", "..") or "/" in name or "\\" in name or not name.strip():
+        # a host's name becomes a folder of --out and of the gradebook: it must not be a path
+        raise InputError(f"{path}: host {visible(name)!r}: a host name cannot be '.', '..' or contain a slash")
     address = str(hv.get("ansible_host") or name)
     try:
         port = int(hv.get("ansible_port") or 22)
@@ -91,6 +98,11 @@ def _host(name: str, hv: dict[str, Any], path: str) -> InventoryHost:
         "password": hv.get("ansible_password") or hv.get("ansible_ssh_pass"),
     }
     target = hv.get("gpulab_target")
+    if target is not None and has_password(str(target)):
+        raise InputError(
+            f"{path}: host {name}: gpulab_target {redact(str(target))!r} carries a password: "
+            "use a key, or ansible_password (passed to ssh through sshpass, never stored)"
+        )
     if target is None:
         login = f"{user}@" if user else ""
         host_part = f"[{address}]" if ":" in address else address
@@ -137,13 +149,13 @@ def _one_line(warnings: list[str], error: str, path: str) -> str:
         if origin:
             problem = re.search(r"(YAML parsing failed: [^\n]+|Failed to parse inventory: [^\n]+)", text)
             reason = problem.group(1) if problem else text.strip().splitlines()[0]
-            return f"{origin.group(1)}:{origin.group(2)}: cannot read inventory: {reason.strip()}"
+            return redact(f"{origin.group(1)}:{origin.group(2)}: cannot read inventory: {reason.strip()}")
     plugin = "'ini'" if not path.endswith((".yml", ".yaml", ".json")) else "'yaml'"
     for text in warnings:
         if plugin in text:
             detail = re.search(r"plugin\.\s+(.+?)(?:\n|$)", text)
-            return f"{path}: cannot read inventory: {(detail.group(1) if detail else text).strip()}"
-    return f"{path}: cannot read inventory: {error}"
+            return redact(f"{path}: cannot read inventory: {(detail.group(1) if detail else text).strip()}")
+    return redact(f"{path}: cannot read inventory: {error}")
 
 
 def find_host(inventory: str, name: str) -> InventoryHost:

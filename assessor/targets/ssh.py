@@ -12,16 +12,25 @@ from assessor.targets.ssh_connection import HostError, SshParams
 
 
 def parse_spec(spec: str) -> SshParams:
-    parts = urlsplit(spec)
-    if parts.scheme != "ssh" or not parts.hostname:
-        raise InputError(f"bad ssh target {spec!r}: use ssh://[user@]host[:port]")
-    if parts.password:
-        raise InputError(f"{parts.scheme}://{parts.hostname}: no passwords in a target; use a key or the inventory")
+    from assessor.secrets import has_password, redact
+
+    shown = redact(spec)
+    if has_password(spec):
+        raise InputError(f"{shown}: no passwords in a target; use a key or the inventory")
+    try:
+        parts = urlsplit(spec)
+        hostname = parts.hostname
+    except ValueError:  # ssh://[::1 (an unclosed IPv6 bracket)
+        raise InputError(f"bad ssh target {shown!r}: use ssh://[user@]host[:port]") from None
+    if parts.scheme != "ssh" or not hostname:
+        raise InputError(f"bad ssh target {shown!r}: use ssh://[user@]host[:port]")
+    if parts.password is not None:
+        raise InputError(f"{shown}: no passwords in a target; use a key or the inventory")
     try:
         port = parts.port or 22
     except ValueError:
-        raise InputError(f"bad port in ssh target {spec!r}") from None
-    return SshParams(parts.hostname, port, unquote(parts.username) if parts.username else None)
+        raise InputError(f"bad port in ssh target {shown!r}") from None
+    return SshParams(hostname, port, unquote(parts.username) if parts.username else None)
 
 
 def ssh_params(spec: str, options: Any, inventory_ssh: dict[str, Any] | None = None) -> SshParams:

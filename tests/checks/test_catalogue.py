@@ -40,9 +40,9 @@ def catalogue_ids() -> list[str]:
     return [i for row in rows for i in re.findall(r"`([a-z]+\.[a-z_]+)`", row)]
 
 
-def test_catalogue_has_the_27_checks_the_contracts_list():
+def test_catalogue_has_the_28_checks_the_contracts_list():
     ids = catalogue_ids()
-    assert len(ids) == 27
+    assert len(ids) == 28
     assert "gpu.xid" in ids and "dcgm.diag" in ids
 
 
@@ -107,6 +107,8 @@ def sick_node() -> NodeFacts:
         ),
         ib_write_bw=PerftestRun(rows=[PerftestRow(8388608, bw_average=10.0)]),
         dcgm_diag=DcgmDiag(tests=[DcgmTest("Hardware", "GPU Memory", "Fail")]),
+        os_release={"ID": "ubuntu", "VERSION_ID": "20.04", "PRETTY_NAME": "Ubuntu 20.04.6 LTS"},
+        uname="Linux n1 5.4.0-150-generic #167-Ubuntu SMP Mon May 15 17:35:05 UTC 2023 x86_64 x86_64 x86_64 GNU/Linux",
     )
 
 
@@ -119,6 +121,7 @@ PARAMS: dict[str, dict[str, Any]] = {
     "ib.write_bw": {"min_gbps": 380},
     "nccl.busbw": {"min_gbps": 400},
     "ib.ports_active": {"min_ports": 8},
+    "node.os": {"distros": ["ubuntu 22.04", "ubuntu 24.04"], "min_kernel": "5.15"},
 }
 
 

@@ -160,7 +160,7 @@ def test_socket_fallback_on_two_nodes_fails():
     debug = NcclDebug(network="Socket", ib_no_device=True, transports=["P2P/IPC", "NET/Socket"])
     r = run("nccl.transport", node(nccl=nccl_run(hosts=("a", "b"), debug=debug)))
     assert r.status == "fail"
-    assert r.message == "NCCL fell back to sockets: NET/IB : No device found"
+    assert r.message == "NCCL fell back to sockets: NET/IB : No device found (2 nodes, 16 ranks)"
 
 
 def test_ib_with_gdrdma_across_nodes_passes():

@@ -56,10 +56,12 @@ def test_persistence_disabled_in_q_text_fails_although_the_daemon_is_active():
 # --- gpu.nvlink from nvidia-smi nvlink -s -------------------------------------------------------
 
 
-def test_nvlink_s_alone_names_the_inactive_links_of_a_v100():
+def test_nvlink_s_alone_fails_the_inactive_links_of_a_v100_sxm():
     facts = _parsed("nvidia-smi-nvlink", "nvidia_smi_nvlink/01_v100_sxm2_two_links_inactive_excerpt.txt")
     r = run("gpu.nvlink", facts)
-    assert r.status == "warn"  # no link-count reference for V100: a partial set is still a finding
+    # No link-count reference for V100, but on an SXM board every link nvlink -s lists is a trace to the
+    # baseboard: two of six inactive is a lost link, as an engineer fails it.
+    assert r.status == "fail"
     assert "GPU 3: 4 NVLinks active, links 3, 5 inactive" in r.message
     r = run("gpu.nvlink", facts, expected_links=6)
     assert r.status == "fail"

@@ -55,7 +55,7 @@ def test_healthy_a100_snapshot_passes_nccl_and_counts(tmp_path: Path) -> None:
         "-c",
         "nccl.busbw:min_gbps=228",
         "-c",
-        "gpu.count:expected=1",
+        "gpu.count:expected=4",  # <attached_gpus>4 in an XML filtered to GPU 0
         "-c",
         "ib.ports_active:link_layer=InfiniBand",
         "--format",

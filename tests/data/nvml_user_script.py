@@ -70,7 +70,8 @@ def main():
         taken = {slot for _, _, start, size in instances(handle) for slot in range(start, start + size)}
         free = [p for p in placements[: count.value] if not taken & set(range(p.start, p.start + p.size))]
         where = free[-1]
-        third = pynvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, two.id, where)
+        # the C function takes a pointer: pynvml passes the argument through as it is given
+        third = pynvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, two.id, pynvml.byref(where))
         for gi, slices in ((first, 1), (second, 1), (third, 2)):
             pynvml.nvmlGpuInstanceCreateComputeInstance(gi, full_ci(gi, slices))
         gpu["created"] = instances(handle)

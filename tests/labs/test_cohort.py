@@ -185,14 +185,19 @@ def test_node_data_in_a_summary_is_shown_escaped_never_as_control_characters() -
     assert "\x1b" not in line and "gone" in line
 
 
-def test_gradebook_file_names_are_safe_and_unique() -> None:
-    assert cohort.gradebook_names(["node01", "../etc/passwd", "a/b", "a_b", ".hidden"]) == {
-        "node01": "node01.json",
-        "../etc/passwd": "_etc_passwd.json",
-        "a/b": "a_b.json",
-        "a_b": "a_b-2.json",
-        ".hidden": "hidden.json",
-    }
+def test_gradebook_file_names_are_safe() -> None:
+    from assessor.labs.gradebook import safe_name
+
+    names = ["node01", "../etc/passwd", "a/b", ".hidden", "ada@example.edu", "", "x" * 200]
+    assert [safe_name(n, "host") for n in names] == [
+        "node01",
+        "_etc_passwd",
+        "a_b",
+        "hidden",
+        "ada@example.edu",
+        "host",
+        "x" * 80,
+    ]
 
 
 def test_a_suggested_command_is_complete_and_quoted_for_the_shell() -> None:
@@ -268,14 +273,18 @@ def test_cohort_of_simulated_nodes_starts_grades_and_resets_each(tmp_path: Path)
         "c3": 100.0,
     }  # nothing done: no points
     assert grades["c1"]["started_at"] and grades["c3"]["started_at"] is None  # c3 was never started
-    assert "sim03 (c3): 100/100 (100 %) PASSED, no start recorded" in err
-    assert sorted(p.name for p in book.iterdir()) == ["sim01.json", "sim02.json", "sim03.json"]
+    assert "sim03 (c3): 100/100 (100 %) PASSED, does not count; NOT RECORDED: no open `gpulab lab start" in err
+    assert "sim01 (c1): 0/100 (0 %) NOT PASSED; recorded" in err
+    kept = sorted(str(p.relative_to(book)) for p in book.rglob("*.json"))
+    assert [k.split("-2")[0] for k in kept] == ["health-101/c1/001", "health-101/c2/001", "health-101/c3/001"]
+    assert kept[0].endswith("-sim01.json")
 
     code, out, _ = gpulab("report", "cohort", str(book), "--format", "json")
     assert code == 0, out
     rows = {row["candidate"]: row["labs"]["health-101"] for row in json.loads(out)["candidates"]}
-    assert {c: lab["best"] for c, lab in rows.items()} == {"c1": 0.0, "c2": 0.0, "c3": 100.0}
-    assert any("not recorded" in f for f in rows["c3"]["flags"]) and not rows["c1"]["flags"]
+    # c3's grade is shown, not counted (as `gpulab progress` would not count it)
+    assert {c: lab["best"] for c, lab in rows.items()} == {"c1": 0.0, "c2": 0.0, "c3": None}
+    assert [rows[c]["status"] for c in ("c1", "c2", "c3")] == ["not passed", "not passed", "not recorded"]
 
     code, out, _ = gpulab("lab", "reset", "health-101", "-i", str(inventory))
     assert code == 0 and out.splitlines()[-1] == "health-101 reset: 3 hosts: 3 reset", out
@@ -300,17 +309,18 @@ def test_a_candidates_file_names_whose_node_each_host_is(tmp_path: Path) -> None
 
 def test_the_gradebook_replaces_a_planted_link_instead_of_writing_through_it(tmp_path: Path) -> None:
     inventory = sim_inventory(tmp_path, ["sim01"])
-    book, elsewhere = tmp_path / "book", tmp_path / "elsewhere.txt"
-    book.mkdir()
-    elsewhere.write_text("keep me\n")
-    (book / "sim01.json").symlink_to(elsewhere)
+    book, elsewhere = tmp_path / "book", tmp_path / "elsewhere"
+    (book / "health-101").mkdir(parents=True)
+    elsewhere.mkdir()
+    (book / "health-101" / "c1").symlink_to(elsewhere, target_is_directory=True)
     code, _, err = gpulab(
         "lab", "grade", "health-101", "-i", str(inventory), "--out", str(book), "--db", str(tmp_path / "a.db")
     )
     assert code == 0, err
-    assert elsewhere.read_text() == "keep me\n"
-    assert not (book / "sim01.json").is_symlink()
-    assert json.loads((book / "sim01.json").read_text())["candidate"] == "c1"
+    assert list(elsewhere.iterdir()) == []
+    assert not (book / "health-101" / "c1").is_symlink()
+    (kept,) = (book / "health-101" / "c1").iterdir()
+    assert json.loads(kept.read_text())["candidate"] == "c1"
 
 
 def test_one_target_graded_with_out_joins_the_gradebook(tmp_path: Path) -> None:
@@ -331,8 +341,9 @@ def test_one_target_graded_with_out_joins_the_gradebook(tmp_path: Path) -> None:
         str(tmp_path / "a.db"),
     )
     assert code == 0, err
-    assert [p.name for p in book.iterdir()] == ["sim01.json"]
-    assert json.loads((book / "sim01.json").read_text())["candidate"] == "ann"
+    (kept,) = book.rglob("*.json")
+    assert kept.relative_to(book).parts[:2] == ("health-101", "ann") and kept.name.endswith("-sim01.json")
+    assert json.loads(kept.read_text())["candidate"] == "ann"
 
 
 def test_cohort_options_without_an_inventory_or_with_one_target_are_refused(tmp_path: Path) -> None:
@@ -448,8 +459,8 @@ def test_cohort_start_breaks_every_host_grade_scores_each_candidate_reset_restor
     argv[argv.index("--out") + 1] = str(book)
     code, out, err = gpulab(*argv[1:])
     assert code == 1, out + err
-    assert all("NOT PASSED" in line for line in out.splitlines()[:4]), out
-    assert sorted(p.name for p in book.iterdir()) == ["node01.json", "node02.json", "node03.json", "node04.json"]
+    assert all("NOT PASSED" in line and line.endswith("; recorded") for line in out.splitlines()[:4]), out
+    assert sorted(p.name for p in (book / "health-101").iterdir()) == ["alice", "bob", "carol", "dave"]
 
     # alice and carol fix their nodes as the lab's solution says; bob and dave do nothing
     lab_solution = ["systemctl", "start", "nvidia-dcgm"]  # health-101's solution
@@ -469,9 +480,10 @@ def test_cohort_start_breaks_every_host_grade_scores_each_candidate_reset_restor
     assert all(g["started_at"] for g in json.loads(out))
     code, out, _ = gpulab("report", "cohort", str(book), "--format", "json")
     assert code == 0, out
-    # the gradebook directory holds each candidate's latest grade
+    # the gradebook directory holds every grade of each candidate; the best is the one that counts
     best = {row["candidate"]: row["labs"]["health-101"]["best"] for row in json.loads(out)["candidates"]}
     assert best == {"alice": 100.0, "bob": 0.0, "carol": 100.0, "dave": 0.0}
+    assert len(list((book / "health-101" / "alice").iterdir())) == 2
 
     code, out, err = gpulab("lab", "reset", "health-101", *reach, "--forks", "2")
     assert code == 0 and out.splitlines()[-1] == "health-101 reset: 4 hosts: 4 reset", out + err
@@ -504,9 +516,15 @@ def test_an_unreachable_or_failing_host_is_reported_while_the_others_finish(bed:
     code, out, err = gpulab("lab", "grade", "health-101", *reach, "--db", str(db), "--out", str(tmp_path / "book"))
     assert code == 3, out + err
     lines = out.splitlines()
-    assert lines[0] == lines[1].replace("node02 (bob)", "node01 (alice)") == "node01 (alice): 0/100 (0 %) NOT PASSED"
+    assert lines[0] == lines[1].replace("node02 (bob)", "node01 (alice)")
+    assert lines[0] == "node01 (alice): 0/100 (0 %) NOT PASSED; recorded"
     assert lines[3].startswith("node99 (zoe): unreachable: ") and "refused" in lines[3]
-    assert sorted(p.name for p in (tmp_path / "book").iterdir()) == ["node01.json", "node02.json", "stuck.json"]
+    # every candidate has an entry: a grade, or why there is none
+    kept = {p.parent.name: p.name for p in (tmp_path / "book").rglob("*.json")}
+    assert set(kept) == {"alice", "bob", "erin", "zoe"} and kept["zoe"].endswith("-node99.unreachable.json")
+    code, out, _ = gpulab("report", "cohort", str(tmp_path / "book"), "--format", "json")
+    zoe = next(p for p in json.loads(out)["candidates"] if p["candidate"] == "zoe")["labs"]["health-101"]
+    assert zoe["status"] == "unreachable" and "refused" in zoe["why"] and zoe["best"] is None
 
 
 def test_limit_selects_the_hosts_a_cohort_command_acts_on(bed: SshBed, tmp_path: Path) -> None:

@@ -122,13 +122,21 @@ def test_in_memory_node_cannot_be_started_and_says_what_to_do():
         lifecycle.start(loader.find_lab("ib-301", DATA), "mock:dgx-a100")
 
 
-def test_missing_playbook_on_ssh_target_is_an_input_error():
+@pytest.fixture
+def real_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ssh://node01 answers as a real node does: no admin verb of a simulated one (no SSH connection made)."""
+    from assessor.labs.drivers import sim_ssh
+
+    monkeypatch.setattr(sim_ssh, "probe", lambda *_a, **_k: "`gpulab-node probe` answered: exit status 127")
+
+
+def test_missing_playbook_on_ssh_target_is_an_input_error(real_node: None):
     lab = loader.find_lab("nccl-301", DATA)  # runs_on real, but no playbooks yet
     with pytest.raises(InputError, match=r"lab nccl-301 has no setup playbook yet"):
         lifecycle.start(lab, "ssh://node01")
 
 
-def test_simulator_only_lab_refuses_a_real_node():
+def test_simulator_only_lab_refuses_a_real_node(real_node: None):
     with pytest.raises(InputError, match=r"runs on the simulator only"):
         lifecycle.start(loader.find_lab("ib-301", DATA), "ssh://node01")
 

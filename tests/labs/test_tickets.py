@@ -25,7 +25,7 @@ from tests.labs.test_cohort import sim_inventory
 IB402_TICKET = """diagnosis:
   findings:
     - {component: mlx5_2, finding: no-link, action: reseat-cable, why: "Down/Polling"}
-    - {component: mlx5_6, finding: degraded-rate, action: replace-transceiver, why: "Active at 200 on NDR"}
+    - {component: mlx5_6, finding: degraded-rate, actions: [reseat-cable, replace-transceiver], why: "200 on NDR"}
 """
 
 
@@ -48,7 +48,7 @@ def tool(target: str, *argv: str) -> str:
 def ticket_for(ib201_port: str) -> str:
     return (
         "diagnosis:\n  findings:\n"
-        f"    - {{component: {ib201_port}, finding: no-link, action: replace-cable, why: 'Polling, no partner'}}\n"
+        f"    - {{component: {ib201_port}, finding: no-link, action: reseat-cable, why: 'Polling, no partner'}}\n"
     )
 
 
@@ -190,7 +190,7 @@ grading:
     - id: design.diagnosis
       params:
         expected:
-          - {component: mlx5_3, finding: no-link, actions: [reseat-cable]}
+          - {component: mlx5_3, finding: no-link}
       points: 100
       hint: "ibstat"
 """
@@ -244,7 +244,7 @@ def test_an_answer_file_on_a_lab_without_a_ticket_check_is_refused(labs_copy: Pa
         """    - id: design.diagnosis
       params:
         expected:
-          - {component: mlx5_3, finding: no-link, actions: [reseat-cable]}
+          - {component: mlx5_3, finding: no-link}
       points: 100
       hint: "ibstat"
 """,

@@ -34,7 +34,7 @@ grading:
     - id: design.diagnosis
       params:
         expected:
-          - {component: "{ca}", finding: no-link, actions: [reseat-cable, replace-cable]}
+          - {component: "{ca}", finding: no-link}
       points: 60
       hint: "ibstat: Down/Polling"
 """

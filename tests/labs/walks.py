@@ -14,19 +14,22 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Ticket:
-    """The candidate's ticket for the data centre: rows of component, finding, action and why."""
+    """The candidate's ticket for the data centre: rows of component, finding, action (or an escalation list of
+    actions) and why."""
 
-    rows: tuple[dict[str, str], ...]
+    rows: tuple[dict[str, object], ...]
 
     def as_answer(self) -> dict[str, object]:
         return {"diagnosis": {"findings": [dict(r) for r in self.rows]}}
 
 
-def row(component: str, finding: str, action: str, why: str = "as the tools showed") -> dict[str, str]:
-    return {"component": component, "finding": finding, "action": action, "why": why}
+def row(component: str, finding: str, action: str | list[str], why: str = "as the tools showed") -> dict[str, object]:
+    """One ticket row: a single first ``action``, or a list (an escalation: the first action, then what follows)."""
+    key = "actions" if isinstance(action, list) else "action"
+    return {"component": component, "finding": finding, key: action, "why": why}
 
 
-def ticket(*rows: dict[str, str]) -> Ticket:
+def ticket(*rows: dict[str, object]) -> Ticket:
     return Ticket(tuple(rows))
 
 
@@ -90,7 +93,10 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
     },
     "health-401": {
         "alternatives": [
-            ["reboot", ticket(row("gpu6", "off-the-bus", "reseat-gpu", "Xid 79; gone from nvidia-smi -L"))],
+            [
+                "reboot",
+                ticket(row("gpu6", "off-the-bus", ["power-cycle", "reseat-gpu", "rma-gpu"], "Xid 79; not in -L")),
+            ],
             [
                 *A100_DRAIN,
                 "nvidia-smi -i 2 -r",
@@ -104,6 +110,9 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
             [*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE, ticket(row("GPU 2", "off-the-bus", "power-cycle"))],
             # the drain left undone: the daemons stay stopped
             [*A100_DRAIN, "nvidia-smi -r -i 2", ticket(row("GPU 6", "off-the-bus", "power-cycle"))],
+            # the remap done; the ticket skips the power cycle the policy takes first
+            ["reboot", ticket(row("GPU 6", "off-the-bus", "reseat-gpu"))],
+            ["reboot", ticket(row("GPU 6", "off-the-bus", ["power-cycle", "rma-gpu", "reseat-gpu"]))],  # climbs back
         ],
     },
     "health-402": {
@@ -120,11 +129,15 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [["nvidia-smi -r -i 4"], [*H100_DRAIN, "nvidia-smi -r -i 3", *H100_RESTORE]],
     },
     "health-403": {
-        "alternatives": [[ticket(row("gpu 2", "degraded-width", "rma-gpu", "LnkSta x8, LnkCap x16 under load"))]],
+        "alternatives": [
+            [ticket(row("gpu 2", "degraded-width", "reseat-gpu", "LnkSta x8, LnkCap x16 under load"))],
+            [ticket(row("GPU 2", "degraded width", ["reseat-gpu", "rma-gpu"], "x8 under load; RMA if it stays"))],
+        ],
         "wrong": [
             ["reboot"],
             ["systemctl restart nvidia-dcgm"],
             [ticket(row("GPU 2", "degraded-width", "power-cycle"))],
+            [ticket(row("GPU 2", "degraded-width", "rma-gpu"))],  # an RMA before the reseat the policy takes first
             [ticket(row("GPU 3", "degraded-width", "reseat-gpu"))],
             [ticket(row("GPU 2", "degraded-width", "reseat-gpu"), row("GPU 3", "degraded-width", "reseat-gpu"))],
         ],
@@ -132,25 +145,29 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
     "ib-201": {
         "alternatives": [
             [ticket(row("mlx5_2 port 1", "no-link", "reseat-cable", "Down/Polling"))],
-            [ticket(row("MLX5_2", "No link", "check switch port", "no link partner"))],
+            [ticket(row("MLX5_2", "No link", ["reseat cable", "replace transceiver", "check switch port"], "Polling"))],
         ],
         "wrong": [
             ["reboot"],
             [ticket(row("mlx5_3", "no-link", "reseat-cable"))],
             [ticket(row("mlx5_2", "no-link", "rma-gpu"))],
+            [ticket(row("mlx5_2", "no-link", "replace-cable"))],  # an escalation where the policy reseats first
+            [ticket(row("mlx5_2", "no-link", ["reseat-cable", "check-switch-port", "replace-cable"]))],  # climbs back
             [ticket(row("mlx5_2", "no-subnet-manager", "restore-subnet-manager"))],
         ],
     },
     "ib-301": {
         "alternatives": [
-            ["modprobe nvidia-peermem", ticket(row("mlx5_5", "degraded-rate", "replace-cable", "200 Gb/s, 2X NDR"))],
+            ["modprobe nvidia-peermem", ticket(row("mlx5_5", "degraded-rate", "reseat-cable", "200 Gb/s, 2X NDR"))],
             # the boot loads the module again (as the node is configured to); the optic stays the data centre's
-            ["reboot", ticket(row("mlx5_5", "degraded-rate", "replace-transceiver", "Rate 200 on NDR"))],
+            ["reboot", ticket(row("mlx5_5", "degraded-rate", ["reseat-cable", "replace-transceiver"], "200 on NDR"))],
         ],
         "wrong": [
             ["modprobe nv_peer_mem", ticket(row("mlx5_5", "degraded-rate", "replace-transceiver"))],
             ["reboot"],
             ["modprobe nvidia_peermem", ticket(row("mlx5_5", "no-link", "reseat-cable"))],
+            # the module loaded (half the points); the ticket replaces the optic before the reseat the policy asks first
+            ["modprobe nvidia_peermem", ticket(row("mlx5_5", "degraded-rate", "replace-transceiver"))],
         ],
     },
     "ib-401": {
@@ -169,17 +186,24 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "alternatives": [
             [
                 ticket(
-                    row("mlx5_6", "degraded-rate", "replace-cable", "Active at 200 on NDR"),
-                    row("mlx5_2", "no-link", "check-switch-port", "Polling"),
+                    row("mlx5_6", "degraded-rate", ["reseat-cable", "replace-cable"], "Active at 200 on NDR"),
+                    row("mlx5_2", "no-link", ["reseat-cable", "replace-transceiver", "check-switch-port"], "Polling"),
                 )
             ]
         ],
         "wrong": [
             ["reboot"],
-            # the two repairs swapped
+            # the two faults swapped: each port named for what the other shows (the policy's actions for each)
             [
                 ticket(
-                    row("mlx5_2", "degraded-rate", "replace-transceiver"),
+                    row("mlx5_2", "degraded-rate", "reseat-cable"),
+                    row("mlx5_6", "no-link", "reseat-cable"),
+                )
+            ],
+            # the two faults swapped, with the old repairs swapped too
+            [
+                ticket(
+                    row("mlx5_2", "degraded-rate", ["reseat-cable", "replace-transceiver"]),
                     row("mlx5_6", "no-link", "reseat-cable"),
                 )
             ],
@@ -189,8 +213,8 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
             [
                 ticket(
                     row("mlx5_2", "no-link", "reseat-cable"),
-                    row("mlx5_6", "degraded-rate", "replace-transceiver"),
-                    row("mlx5_0", "degraded-rate", "replace-transceiver"),
+                    row("mlx5_6", "degraded-rate", "reseat-cable"),
+                    row("mlx5_0", "degraded-rate", "reseat-cable"),
                 )
             ],
         ],

@@ -67,7 +67,7 @@ TICKET = (
     "cat > ticket.yaml <<'EOF'\n"
     "diagnosis:\n  findings:\n"
     "    - {component: mlx5_2, finding: no-link, action: reseat-cable, why: Polling}\n"
-    "    - {component: mlx5_6, finding: degraded-rate, action: replace-transceiver, why: 200 on NDR}\n"
+    "    - {component: mlx5_6, finding: degraded-rate, actions: [reseat-cable, replace-transceiver], why: 200 on NDR}\n"
     "EOF"
 )
 

@@ -73,6 +73,10 @@ def test_cohort_document_gradebook_distribution_and_failed_checks(tmp_path: Path
         "passed": True,
         "late": False,
         "flags": ["attempts from 2 machines: node01, node02"],
+        "flagged": 0,
+        "not_recorded": 0,
+        "status": "passed",
+        "why": None,
     }
     assert people["bob"]["labs"]["mig-201"]["attempts"] == 2
     dist = {row["domain"]: row["counts"] for row in doc["level_distribution"]}
@@ -108,7 +112,9 @@ def test_csv_gradebook_has_one_row_per_candidate_with_documented_columns(tmp_pat
         "labs_attempted",
         "labs_passed",
         "<lab>_best_percent",
+        "<lab>_passed",
         "<lab>_attempts",
+        "<lab>_status",
         "<lab>_late",
         "<lab>_flags",
         "flags",

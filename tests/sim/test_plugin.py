@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pynvml
 import pytest
+from pynvml import nvmlDeviceGetCount, nvmlDeviceGetHandleByIndex, nvmlDeviceGetTotalEccErrors, nvmlInit
 
 from assessor.sim import pynvml_hook
 from tests.support.corpus import ROOT
@@ -74,8 +75,30 @@ def test_the_marker_builds_the_named_fixture_with_its_faults(sim_node: SimNode) 
         ]
     finally:
         pynvml.nvmlShutdown()
-    assert pynvml.nvmlDeviceGetName.__module__ != "pynvml"
+    # pynvml's own functions, answered by gpulab's library in place of the driver's
+    assert pynvml.nvmlDeviceGetName.__module__ == "pynvml" and pynvml_hook.installed()
     assert sum(1 for c in counts if c) == 1 and len(counts) == 8
+
+
+@pytest.mark.sim_node("hgx-h100", faults=[{"fault": "ecc-uncorrectable", "gpu": 3, "count": 5}])
+def test_the_marker_takes_faults_with_options_and_names_bound_at_import_answer(sim_node: SimNode) -> None:
+    # bound at this module's import, before the fixture pointed NVML at the node
+    nvmlInit()
+    try:
+        counts = [
+            nvmlDeviceGetTotalEccErrors(
+                nvmlDeviceGetHandleByIndex(i), pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
+            )
+            for i in range(nvmlDeviceGetCount())
+        ]
+    finally:
+        pynvml.nvmlShutdown()
+    assert counts == [0, 0, 0, 5, 0, 0, 0, 0]
+
+
+def test_a_fault_with_an_unknown_option_is_a_usage_error(make_sim_node) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(pytest.UsageError, match="ecc-uncorrectable"):
+        make_sim_node("hgx-h100", faults=[{"fault": "ecc-uncorrectable", "colour": "red"}])
 
 
 @pytest.mark.parametrize("sim_node", ["pcie-l40s", "hgx-h200"], indirect=True)

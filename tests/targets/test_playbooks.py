@@ -1,8 +1,8 @@
 """gpulab's node-wide playbooks through ansible-runner against the loopback sshd test bed.
 
-capture.yml brings back snapshots that grade as a direct SSH assessment does; prepare-node.yml sets up the
-simulator on a node without GPUs; host keys are checked on every Ansible run, and no SSH connection of one
-run is reused by the next (a node whose key changed a second ago is refused).
+capture.yml brings back snapshots that grade as a direct SSH assessment does; host keys are checked on every
+Ansible run, and no SSH connection of one run is reused by the next (a node whose key changed a second ago is
+refused). prepare-node.yml's simulated node is tested in tests/project/test_practice_cluster_role.py.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshBed]:
     if not sshd_available():
         pytest.fail("sshd is not installed: run scripts/setup.sh (it installs openssh-server)")
     bed = SshBed(tmp_path_factory.mktemp("playbed")).setup(3)
-    bed.add_node("blank", "hgx-h100", shims=False)  # no simulated tools: prepare-node.yml puts them there
+    bed.add_node("blank", "hgx-h100", shims=False)  # no simulated tools
     bed.add_node("keys", "hgx-h100", env={"GPULAB_SIM_EUID": "0"}, sim_root=True)
     bed.write_known_hosts()
     bed.start()
@@ -92,47 +92,6 @@ def test_capture_playbook_snapshots_grade_as_direct_ssh_does(bed: SshBed, tmp_pa
     assert verdicts(offline)["node02"]["ib.ports_active"] == "fail"
     assert verdicts(offline)["node03"]["gpu.xid"] == "fail"
     assert "fail" not in verdicts(offline)["node01"].values()
-
-
-def test_prepare_node_sets_up_the_simulator_with_the_chosen_fixture(bed: SshBed, tmp_path: Path) -> None:
-    target = node(bed, "blank")
-    prefix = target.directory / "opt"
-    inv = inventory(bed, tmp_path, ["blank"])
-    result = CliRunner().invoke(
-        main,
-        [
-            "prepare",
-            "-i",
-            str(inv),
-            "--fixture",
-            "dgx-a100",
-            "--no-packages",
-            "--known-hosts",
-            str(bed.known_hosts),
-            "-e",
-            f"gpulab_prefix={prefix}",
-            "-e",
-            f"gpulab_python={sys.executable}",
-            "-e",
-            "gpulab_system_env=false",
-            "-e",
-            "gpulab_configure_sshd=false",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert "blank: ready" in result.stdout
-    state = load_state(prefix / "state.json")
-    assert state.host == "blank" and len(state.gpus) == 8
-    env = (prefix / "env.sh").read_text()
-    assert f'GPULAB_SIM_STATE="{prefix}/state.json"' in env
-    smi = subprocess.run(
-        [str(prefix / "bin" / "nvidia-smi"), "-L"],
-        env={"GPULAB_SIM_STATE": str(prefix / "state.json"), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert smi.stdout.count("NVIDIA A100-SXM4-40GB") == 8
 
 
 def test_prepare_with_an_unknown_fixture_is_bad_input(bed: SshBed, tmp_path: Path) -> None:
@@ -218,6 +177,20 @@ def test_capture_playbook_refuses_a_changed_host_key_on_the_next_run(bed: SshBed
     assert not (tmp_path / "two" / "node01" / "meta.json").exists()
 
 
+def test_a_paramiko_inventory_cannot_switch_host_keys_off_or_hide_a_prompt(bed: SshBed, tmp_path: Path) -> None:
+    inv = inventory(bed, tmp_path, ["node01"])
+    loose = "    ansible_connection: paramiko_ssh\n    ansible_paramiko_host_key_checking: false\n"
+    inv.write_text(inv.read_text().replace("  vars:\n", "  vars:\n" + loose, 1))
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    refused = ansible.capture_fleet(
+        str(inv), tmp_path / "one", TargetOptions(identity=str(bed.client_key), known_hosts=str(empty))
+    )
+    assert refused.hosts == {"node01": "unreachable"}  # refused at once: no prompt waits, nothing ran there
+    assert "authenticity of host" in refused.reasons["node01"] and "can't be established" in refused.reasons["node01"]
+    assert empty.read_text() == "" and not (tmp_path / "one" / "node01" / "meta.json").exists()
+
+
 def test_capture_playbook_refuses_an_unknown_key_even_when_the_inventory_says_not_to_check(
     bed: SshBed, tmp_path: Path
 ) -> None:
@@ -241,3 +214,27 @@ def test_capture_playbook_refuses_an_unknown_key_even_when_the_inventory_says_no
     assert [line.split()[1:] for line in empty.read_text().splitlines()] == [
         node(bed, "node01").known_hosts_line().split()[1:]
     ]
+
+
+def test_a_hung_task_fails_its_host_within_the_host_limit_and_the_others_finish(bed: SshBed, tmp_path: Path) -> None:
+    import threading
+
+    playbook = tmp_path / "hang.yml"
+    playbook.write_text(
+        "- hosts: all\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - name: a tool that never returns on node01 (a GPU fallen off the bus)\n"
+        "      ansible.builtin.command: \"{{ 'sleep 3600' if inventory_hostname == 'node01' else 'true' }}\"\n"
+    )
+    inv = inventory(bed, tmp_path, ["node01", "node02"])
+    outcome: list[ansible.PlaybookRun] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(ansible.run(playbook, str(inv), options(bed, host_timeout=15))), daemon=True
+    )
+    worker.start()
+    worker.join(120)  # with no limit the run would hang here for an hour
+    assert not worker.is_alive() and outcome, "a hung task held the whole run"
+    run = outcome[0]
+    assert run.hosts == {"node01": "failed", "node02": "ok"}
+    assert "expected time frame" in run.reasons["node01"] or "timed out" in run.reasons["node01"].lower()

@@ -1,8 +1,8 @@
 """Validating an answer file's sections against a small schema, with file, line and key in every error.
 
 A schema is a dict of key -> type, nested for sub-mappings. Types: ``count`` (a whole number >= 0),
-``number`` (int or float >= 0), ``str`` (non-empty text), ``[schema]`` (a non-empty list of mappings, each
-matching ``schema``). A key ending in ``?`` is optional. Keys not
+``number`` (int or float >= 0), ``str`` (non-empty text), ``words`` (a non-empty list of non-empty texts),
+``[schema]`` (a non-empty list of mappings, each matching ``schema``). A key ending in ``?`` is optional. Keys not
 in the schema are refused: in a graded answer an unknown key is nearly always a typo (``leafs:``), and
 silently ignoring it would grade the candidate on a number they thought they gave.
 """
@@ -14,9 +14,14 @@ from typing import Any
 
 from assessor.yamlio import KeyPath, Located
 
-Schema = dict[str, Any]  # key -> "count" | "number" | "str" | Schema | [Schema]
+Schema = dict[str, Any]  # key -> "count" | "number" | "str" | "words" | Schema | [Schema]
 
-_WHAT = {"count": "a whole number >= 0", "number": "a number >= 0", "str": "text"}
+_WHAT = {
+    "count": "a whole number >= 0",
+    "number": "a number >= 0",
+    "str": "text",
+    "words": "a list of texts ([first, second, ...])",
+}
 
 
 def check_section(located: Located, section: str, schema: Schema) -> dict[str, Any]:
@@ -82,6 +87,8 @@ def check_value(located: Located, path: KeyPath, value: Any, kind: Any) -> None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
     elif kind == "str":
         ok = isinstance(value, str) and bool(value.strip())
+    elif kind == "words":
+        ok = bool(value) and isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
     else:  # a schema bug, not the candidate's
         raise ValueError(f"unknown schema type {kind!r}")
     if not ok:

@@ -14,6 +14,8 @@ from assessor.yamlio import Located, load
 
 GraderFunc = Callable[[dict[str, Any], dict[str, Any]], Result]
 Validator = Callable[[Located], None]
+# A lab's params as a grader checks them beyond their types: (param name, problem) for each problem found.
+ParamCheck = Callable[[dict[str, Any]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class GraderSpec:
     answer_format: str  # the keys of its section, for `gpulab` help and the lab README
     func: GraderFunc = field(compare=False)
     validate: Validator = field(compare=False)
+    check_params: ParamCheck | None = field(default=None, compare=False)  # the lab's params, beyond types
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -48,13 +51,17 @@ def grader(
     answer_format: str,
     validate: Validator,
     params: tuple[Param, ...] = (),
+    check_params: ParamCheck | None = None,
 ) -> Callable[[GraderFunc], GraderFunc]:
-    """Register a design grader under a stable id (``design.*``)."""
+    """Register a design grader under a stable id (``design.*``); ``check_params`` checks a lab's params
+    beyond their types when the lab is loaded."""
 
     def register(func: GraderFunc) -> GraderFunc:
         if id in GRADERS:
             raise ValueError(f"design grader {id} registered twice")
-        GRADERS[id] = GraderSpec(id, title, section, (*params, REVEAL), doc, answer_format, func, validate)
+        GRADERS[id] = GraderSpec(
+            id, title, section, (*params, REVEAL), doc, answer_format, func, validate, check_params
+        )
         return func
 
     return register

@@ -12,3 +12,9 @@ from assessor.errors import GpulabError
 
 class StepFailed(GpulabError):
     """A scenario or solution step the node refused: the lab itself is broken, or the node is."""
+
+
+class Unreachable(StepFailed):
+    """The node could not be reached (no connection, refused authentication, a dropped session): nothing of
+    the step is known to have run. ``gpulab lab start|solve|reset`` exit 3 for it, as ``gpulab assess``
+    does for a host it could not assess."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assessor.errors import InputError
-from assessor.labs.drivers import StepFailed
+from assessor.labs.drivers import StepFailed, Unreachable
 from assessor.labs.model import Lab
 from assessor.targets import TargetOptions, TargetSpec
 from assessor.targets.ansible import failed_task, ssh_common_args, ssh_host_vars
@@ -75,6 +75,9 @@ def run_playbook(
     if run.rc != 0:
         failure = failed_task(run.events)
         where = f"{action} playbook {lab.id}/{rel} failed on {host}"
+        lost = first_unreachable(run.events)
+        if lost is not None:  # nothing after the lost connection ran: the node is unreachable, not broken
+            raise Unreachable(f"{where}: task '{lost[0]}': unreachable: {lost[1]}")
         raise StepFailed(f"{where}: {failure}" if failure else f"{where} (status {run.status}, rc {run.rc})")
     return [f"{action} playbook {lab.id}/{rel} ran on {host}"]
 
@@ -161,8 +164,7 @@ def host_outcomes(
         if data.get("ignore_errors"):
             continue
         if kind == "runner_on_unreachable":
-            res = data.get("res") or {}
-            found[host] = HostOutcome(host, "unreachable", unreachable_reason(str(res.get("msg") or "")))
+            found[host] = HostOutcome(host, "unreachable", unreachable_message(data.get("res") or {}))
         else:
             found[host] = HostOutcome(host, "failed", failed_task([event]) or "failed")
     out = {}
@@ -175,6 +177,26 @@ def host_outcomes(
             why = "Ansible did not run on this host" + (f" (status {status}, rc {rc})" if rc != 0 else "")
             out[host] = HostOutcome(host, "failed", why)
     return out
+
+
+def first_unreachable(events: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """The task and the reason of the first host Ansible could not reach in ansible-runner's events, or None."""
+    for event in events:
+        data = event.get("event_data") or {}
+        if event.get("event") == "runner_on_unreachable" and not data.get("ignore_errors"):
+            return str(data.get("task") or "?"), unreachable_message(data.get("res") or {})
+    return None
+
+
+def unreachable_message(res: Mapping[str, Any]) -> str:
+    """What ssh said about a host Ansible could not reach, from the task's result: a looped task reports
+    "All items completed" for itself and the reason in each item's result."""
+    items = [r for r in res.get("results") or () if isinstance(r, Mapping)]
+    lost = next((r for r in items if r.get("unreachable")), items[0] if items else None)
+    text = str((lost or {}).get("msg") or "") or str(res.get("msg") or "")
+    if text.strip() == "All items completed":
+        text = ""
+    return unreachable_reason(text)
 
 
 def unreachable_reason(message: str) -> str:

@@ -71,7 +71,7 @@ def fixture_state(lab: Lab, path: Path) -> Any:
 
 def write_files(files: dict[str, str], path: Path) -> list[str]:
     """Write node configuration files (node path -> text) into the configuration root of ``path``."""
-    from assessor.sim.config_root import root_for_state
+    from assessor.sim.config_root import root_for_state, write_node_file
 
     root = root_for_state(path)
     log = []
@@ -79,15 +79,15 @@ def write_files(files: dict[str, str], path: Path) -> list[str]:
         parts = [p for p in node_path.split("/") if p not in ("", ".")]
         if not parts or ".." in parts:
             raise StepFailed(f"{node_path}: not a file path on the node")
-        target = root.joinpath(*parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_node_file(root, node_path, text)  # a link the candidate made there is replaced, never followed
         log.append(f"wrote {node_path}")
     return log
 
 
 def reset_file(lab: Lab, path: Path) -> list[str]:
-    """Write the lab's fixture back to ``path`` (the host name stays) and its shipped configuration files."""
+    """Re-image the node in ``path`` as the lab's fixture (the host name stays): its state, and its own files
+    (``STATE.d``) as a fresh node has them: what was changed, added or linked there, in ``/etc``, a home, ``/var``
+    or the ``/usr`` layer, is gone."""
     from assessor.sim.config_root import populate, root_for_state
     from assessor.sim.machine.enter import stop
     from assessor.sim.state import locked, save_state
@@ -96,7 +96,9 @@ def reset_file(lab: Lab, path: Path) -> list[str]:
     with locked(path):
         state = fixture_state(lab, path)
         save_state(state, path)
-        populate(root_for_state(path), state, overwrite=True)
+        root = root_for_state(path)
+        clear_files(root)
+        populate(root, state, overwrite=True)
     return [f"{path}: reset to a healthy {lab.fixture} node ({state.host})"]
 
 
@@ -129,3 +131,33 @@ def solve_file(lab: Lab, path: Path) -> list[str]:
             else "the lab's solution has no steps"
         )
     return log
+
+
+def clear_files(root: Path) -> None:
+    """Remove everything in the node's own folder ``root`` (stopped first), never following a link: a link
+    the candidate made there is removed itself. The next boot lays out the rest of a fresh node's files."""
+    if root.is_symlink():
+        raise StepFailed(f"{root}: the node's files are a symbolic link; gpulab re-images only a real folder")
+    if not root.is_dir():
+        return
+    for entry in root.iterdir():
+        _remove(entry)
+
+
+def _remove(entry: Path) -> None:
+    """Remove ``entry`` (a file, a link, or a folder with all in it), folders the candidate made unreadable or
+    unwritable inside the node (``chmod 000``) included: they are the same user's out here."""
+    import os
+    import shutil
+    import stat
+
+    if not entry.is_dir() or entry.is_symlink():
+        entry.unlink(missing_ok=True)
+        return
+    os.chmod(entry, stat.S_IRWXU)
+    for folder, dirs, _files in os.walk(entry):  # top-down: each folder is opened up before it is listed
+        for name in dirs:
+            child = os.path.join(folder, name)
+            if not os.path.islink(child):
+                os.chmod(child, stat.S_IRWXU)
+    shutil.rmtree(entry)

@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any
 from assessor.sim.machine.layout import (
     DAEMON_PATHS,
     GPULAB_DIR,
+    NVML_LIBRARY_DIR,
     OWN_DIRS,
     TOOL_PATHS,
     NodePaths,
@@ -50,6 +52,8 @@ from assessor.sim.state import NodeState
 _HERE = Path(__file__).resolve().parent
 MAX_REQUEST = 4 * 1024 * 1024
 POLL_S = 0.3
+NVML_HELLO = b"gpulab-nvml "  # the first line of gpulab's libnvidia-ml.so.1 (runtime.c)
+MAX_NVML_SESSIONS = 64
 
 
 def find_python() -> str:
@@ -96,9 +100,21 @@ def write_layer(paths: NodePaths, python: str) -> None:
 
     for node_path in TOOL_PATHS.values():
         put(node_path, tool)
+    _put_nvml_library(layer)
     for node_path in DAEMON_PATHS.values():
         put(node_path, standin)
     put("/usr/bin/sudo", _SUDO)
+
+
+def _put_nvml_library(layer: Path) -> None:
+    """gpulab's libnvidia-ml.so.1 at the real library path, so programs inside load it unchanged."""
+    from assessor.errors import InputError
+    from assessor.sim.nvml_lib.build import write_library
+
+    try:
+        write_library(layer / NVML_LIBRARY_DIR.removeprefix("/usr/"))
+    except InputError as exc:  # no C compiler: the node works, programs that load NVML find no library
+        print(f"gpulab: the node has no libnvidia-ml.so.1: {exc}", file=sys.stderr)
 
 
 def prepare(paths: NodePaths, state: NodeState, python: str) -> None:
@@ -138,6 +154,15 @@ def _simulated_file(paths: NodePaths, node_path: str) -> str | None:
     return result.stdout if result.exit_code == 0 else None
 
 
+def _read_quietly(path: Path) -> str | None:
+    if path.is_symlink():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _write_if_changed(path: Path, text: str, *, in_place: bool = False) -> None:
     try:
         if path.read_text(encoding="utf-8") == text:
@@ -157,6 +182,7 @@ def _write_if_changed(path: Path, text: str, *, in_place: bool = False) -> None:
 
 def publish(paths: NodePaths, state: NodeState) -> None:
     """The files of the node that mirror its state: the driver's version file, the boot id, FM's log."""
+    from assessor.sim.config_root import write_node_file
     from assessor.sim.tools.system import driver_version_text, fabric_manager_log
 
     version = driver_version_text(state)
@@ -168,8 +194,9 @@ def publish(paths: NodePaths, state: NodeState) -> None:
         _write_if_changed(nvidia / "version", version)
     _write_if_changed(paths.published / "boot_id", boot_id(state) + "\n", in_place=True)
     log = fabric_manager_log(state)
-    if log is not None:
-        _write_if_changed(paths.root / "var" / "log" / "fabricmanager.log", log)
+    if log is not None and _read_quietly(paths.root / "var" / "log" / "fabricmanager.log") != log:
+        # a file of the node's own, where the candidate may have put a link: written without following it
+        write_node_file(paths.root, "/var/log/fabricmanager.log", log)
 
 
 @dataclass
@@ -184,6 +211,7 @@ class Agent:
     seen: tuple[float, int] | None = None
     next_id: int = 0
     stopping: bool = False
+    nvml_sessions: int = 0
 
     # ---- boot --------------------------------------------------------------------------------
 
@@ -389,12 +417,20 @@ class Agent:
 
     def _serve_one(self, listener: socket.socket) -> None:
         conn, _ = listener.accept()
-        with conn:
-            conn.settimeout(5.0)
-            data = b""
+        conn.settimeout(5.0)
+        reader = conn.makefile("rb")
+        try:
+            first = reader.readline(MAX_REQUEST + 1)
+        except OSError:
+            first = b""
+        if first.startswith(NVML_HELLO):
+            self._start_nvml(conn, reader, first)
+            return
+        with conn, reader:
+            data = first
             try:
                 while len(data) <= MAX_REQUEST:
-                    chunk = conn.recv(65536)
+                    chunk = reader.read1(65536)
                     if not chunk:
                         break
                     data += chunk
@@ -410,6 +446,29 @@ class Agent:
             self.reconcile()
             with contextlib.suppress(OSError):
                 conn.sendall(json.dumps(reply).encode())
+
+    def _start_nvml(self, conn: socket.socket, reader: Any, hello: bytes) -> None:
+        """A program inside the node loaded libnvidia-ml.so.1: answer its NVML calls on their own thread."""
+        words = hello.split()
+        uid = int(words[2]) if len(words) > 2 and words[2].isdigit() else 0
+        if self.nvml_sessions >= MAX_NVML_SESSIONS:
+            reader.close()
+            conn.close()  # the library answers its caller NVML_ERROR_UNKNOWN
+            return
+        self.nvml_sessions += 1
+        conn.settimeout(None)  # a monitoring tool may keep NVML open for hours between two calls
+        threading.Thread(target=self._serve_nvml, args=(conn, reader, uid), daemon=True).start()
+
+    def _serve_nvml(self, conn: socket.socket, reader: Any, uid: int) -> None:
+        from assessor.sim.nvml_lib.serve import node_nvml, serve
+
+        try:
+            with conn, reader, conn.makefile("wb") as writer:
+                serve(reader, writer, node_nvml(str(self.paths.state), uid))
+        except OSError:
+            pass  # the program ended or closed its end
+        finally:
+            self.nvml_sessions -= 1
 
     def serve(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

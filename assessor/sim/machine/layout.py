@@ -12,6 +12,7 @@ A node whose state is ``node.json`` has two directories beside it:
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ DAEMON_ARGS: dict[str, tuple[str, ...]] = {
     "nv-hostengine": ("-n", "--service-account", "nvidia-dcgm"),
     "nv-fabricmanager": ("-c", "/usr/share/nvidia/nvswitch/fabricmanager.cfg"),
 }
+NVML_LIBRARY_DIR = f"/usr/lib/{os.uname().machine}-linux-gnu"  # the driver's libnvidia-ml.so.1 on Debian/Ubuntu
 GPULAB_DIR = "/usr/lib/gpulab"  # inside the node: the client, pid 1 and the job stand-ins
 SOCKET_DIR = "/run/gpulab"  # inside the node: the agent's socket
 SOCKET_NAME = "node.sock"

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from assessor.sim import clock
 from assessor.sim.gpu_clients import NO_RESET_FOR_MIG, gpu_holders, mig_change_blockers
-from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState
+from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState, gpu_utilization
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nvidia_smi_common import (
     ALL_DONE,
@@ -354,7 +354,7 @@ def _gpu_rows(g: GpuState, middle: int = 24, limit_digits: int = 4) -> list[str]
         ecc = "On"  # error counts are per MIG device in MIG mode
     else:
         ecc = str(g.ecc.volatile_uncorrected)
-    util = "N/A" if g.mig_mode_current else "0%"
+    util = "N/A" if g.mig_mode_current else f"{gpu_utilization(g)[0]}%"
     mig = "N/A" if not g.mig_supported else ("Enabled" if g.mig_mode_current else "Disabled")
     compute = _COMPUTE_MODES.get(g.compute_mode, g.compute_mode)
     # Whole watts, cut (not rounded): 100.89 W prints as 100W (corpus nvml/nvidia_smi_default_8xH100_SXM.txt).

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState
+from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState, gpu_utilization
 from assessor.sim.tools.nvidia_smi_common import enabled
 
 NA = "N/A"
@@ -216,9 +216,11 @@ def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
     x.close("fb_memory_usage")
     x.leaf("compute_mode", g.compute_mode)
     x.open("utilization")
-    util = NA if g.mig_mode_current else "0 %"
-    for tag in ("gpu_util", "memory_util", "encoder_util", "decoder_util", "jpeg_util", "ofa_util"):
-        x.leaf(tag, util)
+    sm, memory = gpu_utilization(g)
+    for tag, value in (("gpu_util", sm), ("memory_util", memory)):
+        x.leaf(tag, NA if g.mig_mode_current else f"{value} %")
+    for tag in ("encoder_util", "decoder_util", "jpeg_util", "ofa_util"):
+        x.leaf(tag, NA if g.mig_mode_current else "0 %")
     x.close("utilization")
     x.open("ecc_mode")
     x.leaf("current_ecc", enabled(g.ecc_mode_current))
@@ -618,10 +620,10 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(1, "Compute Mode", g.compute_mode)
     t.section("UTILIZATION")
     # MIG mode: utilization is per MIG device, and the GPU-level counters read N/A.
-    busy = NA if g.mig_mode_current else "0 %"  # as the default table's GPU-Util
+    sm, memory = gpu_utilization(g)  # as the default table's GPU-Util
     t.head(1, "Utilization")
-    t.kv(2, "Gpu", busy)
-    t.kv(2, "Memory", NA if g.mig_mode_current else "0 %")
+    t.kv(2, "Gpu", NA if g.mig_mode_current else f"{sm} %")
+    t.kv(2, "Memory", NA if g.mig_mode_current else f"{memory} %")
     engines = ("Encoder", "Decoder", "JPEG", "OFA") if new_layout else ("Encoder", "Decoder")
     for key in engines:
         t.kv(2, key, NA if g.mig_mode_current else "0 %")
@@ -787,8 +789,8 @@ FIELDS: dict[str, Field] = {
     "memory.reserved": Field("MiB", lambda s, g: g.memory_reserved_mib),
     "memory.used": Field("MiB", lambda s, g: g.memory_used_mib),
     "memory.free": Field("MiB", lambda s, g: memory_free_mib(g)),
-    "utilization.gpu": Field("%", lambda s, g: None if g.mig_mode_current else 0),
-    "utilization.memory": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "utilization.gpu": Field("%", lambda s, g: None if g.mig_mode_current else gpu_utilization(g)[0]),
+    "utilization.memory": Field("%", lambda s, g: None if g.mig_mode_current else gpu_utilization(g)[1]),
     "temperature.gpu": Field(None, lambda s, g: g.temperature_c),
     "temperature.memory": Field(None, lambda s, g: g.temperature_memory_c),
     "power.draw": Field("W", lambda s, g: f"{g.power_draw_w:.2f}"),

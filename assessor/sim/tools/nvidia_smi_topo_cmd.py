@@ -83,6 +83,11 @@ def connection(a: _Device, b: _Device) -> str:
         links = _nvlinks(a.gpu, b.gpu)
         if links:
             return f"NV{links}"
+    return pcie_connection(a, b)
+
+
+def pcie_connection(a: _Device, b: _Device) -> str:
+    """How two devices meet on PCIe alone (NVML's common ancestor): PIX, PXB, NODE or SYS."""
     if a.pci is not None and a.pci == b.pci:
         return "PIX"
     if a.switch is not None and a.switch == b.switch:
