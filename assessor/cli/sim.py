@@ -130,7 +130,7 @@ def sim_shims(directory: str) -> None:
 @sim.command("nvml-lib")
 @click.argument("directory", type=click.Path(file_okay=False))
 def sim_nvml_lib(directory: str) -> None:
-    """Write gpulab's libnvidia-ml.so.1 into DIRECTORY: NVML's C API answered by a simulated node.
+    """Write the simulator's libnvidia-ml.so.1 into DIRECTORY: NVML's C API answered by a simulated node.
 
     Any program that loads NVML (gpustat, nvitop, py3nvml, C, Go) then runs unchanged on the node in
     GPULAB_SIM_STATE:  LD_LIBRARY_PATH=DIRECTORY GPULAB_SIM_STATE=node.json gpustat

@@ -584,10 +584,12 @@ def grade_captured(
     failure: attempts.DatabaseError | None = None
     begun = None
     hints = 0
+    used: int | None = None  # earlier answer grades of this lab by this candidate (the lab limits them)
     try:
         with _connection(conn, db) as c:
             begun = attempts.open_start(c, candidate, lab.id)
             hints = attempts.hints_used(c, candidate, lab.id, begun.id if begun else None)
+            used = attempts.ticket_grades(c, candidate, lab.id)
             if lab.takes_answer and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
                 what = "answer" if lab.is_design else "ticket"
                 flags.append(f"reference {what} of {lab.id} shown to {candidate} (`lab solve`) after the start")
@@ -604,6 +606,15 @@ def grade_captured(
         result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline, answer=answer)
     result.extras.update({"candidate": candidate, "target": spec, "host": ident.host, "lab_sha256": lab.digest})
     result = grading.with_hints_revealed(result, hints)
+    # an answer is graded only when the grade counts (else repeated grading would be an oracle), and only
+    # within the lab's limit of answer grades
+    counted = failure is None and (
+        attempts.why_not_recorded(
+            begun, candidate=candidate, lab_id=lab.id, target=key, identity=ident, design=lab.is_design
+        )
+        is None
+    )
+    result = grading.limit_ticket_grades(result, lab, used if counted else None)
     if failure is None:
         try:
             with _connection(conn, db) as c:

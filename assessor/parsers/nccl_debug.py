@@ -140,14 +140,10 @@ def _add(items: list[str], item: str) -> None:
         items.append(item)
 
 
-def _is_nccl_line(line: str) -> bool:
-    return "NCCL INFO" in line or "NCCL WARN" in line or _VERSION.search(line) is not None
-
-
 def parse(text: str) -> NodeFacts:
     """Parse a ``NCCL_DEBUG=INFO`` log into ``NodeFacts.nccl.debug``."""
     lines = clean_lines(text)
-    if not any(_is_nccl_line(line) for line in lines):
+    if not is_nccl_log(text):
         raise ParseError("no NCCL INFO/WARN lines found (was NCCL_DEBUG=INFO set?)", line=1)
     return NodeFacts(nccl=NcclRun(debug=debug_of(text, lines), tests_output=False))
 
@@ -159,6 +155,9 @@ def debug_of(text: str, lines: list[str]) -> NcclDebug:
     return debug
 
 
-def is_nccl_log(lines: list[str]) -> bool:
-    """Whether some line is NCCL's own (INFO, WARN or its version banner)."""
-    return any(_is_nccl_line(line) for line in lines)
+_NCCL_MARK = re.compile(r"NCCL (?:INFO|WARN)|\bNCCL version \d+\.\d+\.\d+")
+
+
+def is_nccl_log(text: str) -> bool:
+    """Whether some line of ``text`` is NCCL's own (INFO, WARN or its version banner): one search."""
+    return _NCCL_MARK.search(text) is not None

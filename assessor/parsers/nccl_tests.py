@@ -193,7 +193,7 @@ def parse(text: str) -> NodeFacts:
                 continue  # no header seen: not sure this is a table at all
             raise ParseError(f"result row does not fit the table header: {exc}", line=i + 1) from None
     if not seen_header and not run.rows:
-        if is_nccl_log(raw_lines):
+        if is_nccl_log(text):
             return NodeFacts(nccl=NcclRun(debug=debug_of(text, raw_lines), tests_output=False))
         raise ParseError("no nccl-tests results found (and no NCCL_DEBUG lines)", line=1)
     if command_test is None:

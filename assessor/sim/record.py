@@ -83,6 +83,7 @@ _NEEDS_A_VALUE = {
     "power_draw_w": "power_draw_w",
     "power_limit_w": "power_limit_w",
     "throttle_reasons": "throttle_reasons",
+    "performance_state": "performance_state",
 }
 
 

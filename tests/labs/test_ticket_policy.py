@@ -309,20 +309,6 @@ def test_the_penalty_takes_points_off_each_later_grade_and_says_so(tmp_path: Pat
     assert ticket.note == "ticket grade 2 of 2: 20 % less per earlier ticket grade, 80% of its points"
 
 
-def _lab_grade_counts_tickets() -> bool:
-    """Whether `lab grade` (``lifecycle.grade_captured``) applies the limit yet: the call that counts the ticket
-    grades and limits them belongs to the lifecycle module (see docs/TICKETS.md)."""
-    import inspect
-
-    from assessor.labs import lifecycle
-
-    try:
-        return "limit_ticket_grades" in inspect.getsource(lifecycle.grade_captured)
-    except (OSError, TypeError):  # no source to read: count it as not there
-        return False
-
-
-@pytest.mark.skipif(not _lab_grade_counts_tickets(), reason="lifecycle.grade_captured does not count tickets yet")
 def test_lab_grade_counts_caps_and_shows_ticket_grades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 

@@ -81,7 +81,7 @@ def _compiler() -> str:
         if candidate and shutil.which(candidate):
             return candidate
     raise BuildError(
-        "gpulab's libnvidia-ml.so.1 is built from C on first use and no C compiler was found: "
+        "the simulator's libnvidia-ml.so.1 is built from C on first use and no C compiler was found: "
         "install one (apt-get install gcc) and run the command again"
     )
 
@@ -125,7 +125,7 @@ def ensure_library(python: str | None = None) -> Path:
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise BuildError(f"building gpulab's {LIBRARY} with {compiler} failed: {tail[0]}")
+            raise BuildError(f"building the simulator's {LIBRARY} with {compiler} failed: {tail[0]}")
         (work / "libnvidia-ml.so").symlink_to(LIBRARY)
         try:
             os.replace(work, folder)  # atomic: a concurrent build of the same library keeps the first
