@@ -267,6 +267,10 @@ class NcclDebug:
     # "comm ... rank R nranks N" lines: how many nodes and ranks a log without a results table came from.
     hosts: list[str] = field(default_factory=list)
     nranks: int | None = None
+    # How NCCL registers GPU memory with the HCAs, from its "NET/IB : GPU Direct RDMA (X) enabled for HCA"
+    # lines (NCCL 2.19+): "DMABUF" (the kernel's DMA-BUF, open kernel modules) and/or "nvidia-peermem".
+    gdr_paths: list[str] = field(default_factory=list)
+    dmabuf_enable: str | None = None  # NCCL_DMABUF_ENABLE as NCCL logs it ("set by environment to 0")
 
 
 @dataclass

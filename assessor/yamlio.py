@@ -1,10 +1,11 @@
 """YAML with line numbers, so a malformed lab, profile or answer names file, line and key.
 
 What gpulab reads as YAML comes from people (candidates' answers, instructors' labs and profiles), so
-it is read defensively: plain data only (strings, numbers, booleans, null, mappings, lists), no custom
-tags, no merge keys, no duplicate or non-string keys, bounded nesting, and aliases only within a
-small budget (an alias bomb of a few hundred bytes would otherwise expand to gigabytes). Every refusal
-is one InputError naming the file, the line and the key.
+it is read defensively: at most 4 MiB (:data:`assessor.content.MAX_YAML_BYTES`, checked before parsing),
+plain data only (strings, numbers, booleans, null, mappings, lists), no custom tags, no merge keys, no
+duplicate or non-string keys, bounded nesting, and aliases only within a small budget (an alias bomb of a
+few hundred bytes would otherwise expand to gigabytes). Every refusal is one InputError naming the file,
+the line and the key.
 """
 
 from __future__ import annotations
@@ -62,17 +63,21 @@ def load(path: Path | str, *, text: str | None = None) -> Located:
     """Load one YAML document; syntax errors and unsafe content become InputError naming file, line and key."""
     import yaml
 
+    from assessor.content import MAX_YAML_BYTES, read_text, too_big
+
     name = str(path)
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            # the size is checked before a byte is parsed: a 50 MB answer is refused, not parsed then refused
+            text = read_text(path, limit=MAX_YAML_BYTES, what="a YAML file")
         except FileNotFoundError:
             raise InputError(f"{name}: no such file") from None
-        except UnicodeDecodeError as exc:
-            line = Path(path).read_bytes()[: exc.start].count(b"\n") + 1
-            raise InputError(f"{name}:{line}: not UTF-8 text") from None
+        except IsADirectoryError:
+            raise InputError(f"{name}: a directory, not a YAML file") from None
         except OSError as exc:
             raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    elif len(text) > MAX_YAML_BYTES:  # read by the caller: at least not parsed
+        raise too_big(name, len(text.encode("utf-8", "surrogatepass")), MAX_YAML_BYTES, "a YAML file")
     if "\x00" in text:
         raise InputError(f"{name}:{text[: text.index(chr(0))].count(chr(10)) + 1}: binary data (a NUL byte), not YAML")
     try:

@@ -316,7 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = unpack(text, Path(args.directory), args.host, args.timeout, args.max_reply)
     records.unlink()
     if why is not None:
-        print(f"{args.host}: {why}", file=sys.stderr)
+        from assessor.neutralise import visible
+
+        print(visible(f"{args.host}: {why}"), file=sys.stderr)  # the reason quotes the node
         return 1
     return 0
 

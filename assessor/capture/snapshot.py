@@ -68,6 +68,8 @@ class Snapshot:
 Recogniser = Callable[[str], str]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one tool output; `--max-file-size` changes it
+MAX_PASTED_FILES = 1_000  # files of a pasted snapshot looked at by content (one per tool output is a few dozen)
+UNUSED_LISTED = 10  # files not used that are named one by one; the rest are counted
 
 
 def read_safely(file: Path, directory: Path, max_bytes: int) -> bytes:
@@ -182,8 +184,15 @@ def read(directory: Path | str, *, max_bytes: int | None = None, recognise: Reco
 
 
 def _recognise_files(snap: Snapshot, files: list[Path], directory: Path, cap: int, recognise: Recogniser) -> None:
-    """Place files pasted under any name by what their content is."""
-    for file in files:
+    """Place files pasted under any name by what their content is.
+
+    At most :data:`MAX_PASTED_FILES` files are looked at (a snapshot holds one file per tool output, a few
+    dozen), and at most :data:`UNUSED_LISTED` files not used are named one by one; the rest are counted in
+    one last entry (``… and 99,990 more files``), so a directory of 100,000 files is neither read whole nor
+    reported line by line.
+    """
+    skipped = max(0, len(files) - MAX_PASTED_FILES)
+    for file in files[:MAX_PASTED_FILES]:
         if file.is_dir() and not file.is_symlink():
             continue
         try:
@@ -199,6 +208,16 @@ def _recognise_files(snap: Snapshot, files: list[Path], directory: Path, cap: in
             snap.unused[file.name] = f"a second {name} (the first one is used)"
             continue
         snap.sources[name] = Source(name, text, command=f"recognised from {file.name}")
+    named = list(snap.unused.items())
+    if len(named) > UNUSED_LISTED or skipped:
+        rest = len(named) - min(len(named), UNUSED_LISTED) + skipped
+        snap.unused = dict(named[:UNUSED_LISTED])
+        snap.unused[f"… and {rest:,} more files"] = (
+            f"not used either ({skipped:,} of them not read: a snapshot holds one file per tool output, "
+            f"and only the first {MAX_PASTED_FILES:,} files of a directory are looked at)"
+            if skipped
+            else "not used either (the reasons of the first ones are above)"
+        )
 
 
 def _source_from_meta(name: str, text: str | None, info: dict[str, Any]) -> Source:

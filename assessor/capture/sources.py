@@ -15,6 +15,7 @@ SERVICES = (
     "nvidia-persistenced.service",
     "nvidia-fabricmanager.service",
     "nvidia-dcgm.service",
+    "nvidia-imex.service",  # GB200 NVL72 compute trays: the IMEX daemon of the NVLink domain
     "openibd.service",
     "opensm.service",
 )

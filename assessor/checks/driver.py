@@ -24,10 +24,21 @@ def _module_names(facts: NodeFacts) -> set[str] | None:
     "driver.loaded",
     title="NVIDIA driver loaded",
     facts=("driver", "modules", "gpus"),
+    params=(
+        Param(
+            "modules",
+            "list",
+            None,
+            "other kernel modules of the driver that must be loaded too (lsmod), e.g. [nvidia_modeset, nvidia_drm] "
+            "that a drain for a GPU reset unloads",
+        ),
+    ),
     doc=(
         "Verifies that the nvidia kernel module is loaded and that NVML can talk to it: no NVML error such as "
         "'Driver/library version mismatch', and the kernel module version (/proc/driver/nvidia/version) equals "
-        "the user-space driver version nvidia-smi reports. Nothing on the GPUs works until this passes."
+        "the user-space driver version nvidia-smi reports. Nothing on the GPUs works until this passes. With "
+        "modules, those modules must be in lsmod as well: a drain before a GPU reset unloads nvidia_drm (and "
+        "nvidia_modeset with it), and the node goes back into service with them loaded again."
     ),
     remedy=(
         "On a version mismatch, reboot or reload the nvidia modules (a driver upgrade replaced the library "
@@ -78,9 +89,27 @@ def driver_loaded(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected="nvidia",
             hint="modprobe nvidia, then read dmesg for why it did not load (DKMS build, Secure Boot, nouveau)",
         )
+    others = [str(m).replace("-", "_") for m in params.get("modules") or ()]
+    if others:
+        if modules is None:
+            if "modules" in facts.problems:
+                raise BrokenFacts(f"modules: {facts.problems['modules']}")
+            raise MissingFacts(f"cannot tell whether {', '.join(others)} are loaded: the snapshot lacks lsmod.txt")
+        absent = [m for m in others if m not in modules]
+        if absent:
+            return result(
+                "driver.loaded",
+                "fail",
+                f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not loaded (lsmod): the driver stack is "
+                "not back in service",
+                observed=sorted(m for m in modules if m.startswith("nv")),
+                expected=["nvidia", *others],
+                hint="modprobe " + " ".join(absent) + " (modprobe nvidia_drm loads nvidia_modeset with it); a drain "
+                "before a GPU reset is undone in reverse: modules first, then the daemons",
+            )
     evidence = []
     if modules is not None:
-        evidence.append("nvidia module in lsmod")
+        evidence.append("nvidia module in lsmod" if not others else f"nvidia, {', '.join(others)} in lsmod")
     if driver is not None and driver.kernel_module_version:
         evidence.append(f"kernel module {driver.kernel_module_version}")
     if facts.gpus:

@@ -152,11 +152,20 @@ def _failed_for_real(service: Service) -> bool:
             "systemd units that must be active ('auto': nvidia-persistenced, nvidia-fabricmanager on "
             "NVSwitch systems, and nvidia-dcgm where it is installed)",
         ),
+        Param(
+            "enabled",
+            "bool",
+            False,
+            "also require each unit enabled (UnitFileState enabled: it starts again at boot), for a fix that must "
+            "survive a reboot",
+        ),
     ),
     doc=(
         "Verifies that the NVIDIA daemons a node needs are active: nvidia-persistenced everywhere, "
         "nvidia-fabricmanager on NVSwitch systems, the DCGM host engine (nvidia-dcgm) where it is installed "
-        "(monitoring and dcgmi diag need it), and any others a profile names."
+        "(monitoring and dcgmi diag need it), and any others a profile names. With enabled: true each unit must "
+        "also be enabled, so that it runs again after a reboot: a unit started by hand but left disabled is down "
+        "after the next boot."
     ),
     remedy="`systemctl enable --now <unit>`; if it fails, `journalctl -u <unit>` says why; install missing units.",
 )
@@ -178,6 +187,7 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         dcgm = find_service(services, DCGM)
         if dcgm is not None and dcgm.load_state not in (None, "not-found"):
             names.append(DCGM)  # installed, so something relies on it
+    enabled = bool(params.get("enabled"))
     fails, unknown = [], []
     observed: dict[str, str] = {}
     for name in names:
@@ -186,12 +196,21 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
         if service is None:
             unknown.append(str(name))
             observed[str(name)] = "not captured"
-        elif problem:
+            continue
+        if problem:
             fails.append(problem)
             observed[str(name)] = service.active_state or "unknown"
         else:
             observed[str(name)] = "active"
-    expected = {str(n): "active" for n in names}
+        if enabled and (service.load_state or "").lower() != "not-found":
+            if service.unit_file_state is None:
+                unknown.append(f"{name} (enabled or not)")
+            elif service.unit_file_state not in ("enabled", "static", "alias", "indirect"):
+                fails.append(f"{name} is {service.unit_file_state}: it does not start at boot")
+                observed[str(name)] += f", {service.unit_file_state}"
+            else:
+                observed[str(name)] += f", {service.unit_file_state}"
+    expected = {str(n): "active, enabled" if enabled else "active" for n in names}
     if fails:
         message = join_limited(fails) + (f" ({', '.join(unknown)} not captured)" if unknown else "")
         return result(
@@ -203,7 +222,7 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
             hint="systemctl enable --now <unit>; journalctl -u <unit> says why it stopped; "
             "install the package of a unit that is not installed",
         )
-    if unknown and len(unknown) == len(names):
+    if unknown and len([u for u in unknown if not u.endswith("(enabled or not)")]) == len(names):
         return result(
             "services.active",
             "skip",
@@ -220,6 +239,7 @@ def services_active(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=expected,
             hint="capture systemctl show for these units (services.txt)",
         )
+    state = "active and enabled" if enabled else "active"
     return result(
-        "services.active", "pass", f"{', '.join(map(str, names))} active{note}", observed=observed, expected=expected
+        "services.active", "pass", f"{', '.join(map(str, names))} {state}{note}", observed=observed, expected=expected
     )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from assessor.checks import references as ref
 from assessor.checks.base import MissingFacts, Param, check, need, result
 from assessor.checks.common import join_limited, reading
+from assessor.checks.node import kernel_of
 from assessor.checks.result import Result
 from assessor.facts import IbPort, NodeFacts, PerftestRun
 
@@ -315,34 +317,144 @@ def ib_link_layer(facts: NodeFacts, params: dict[str, Any]) -> Result:
 
 
 PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
+# DMA-BUF for RDMA (ib_umem_dmabuf, ibv_reg_dmabuf_mr) entered the kernel in 5.12; NVIDIA's GPU Operator
+# documentation lists that, the open GPU kernel modules and a network stack with DMA-BUF support as what
+# GPUDirect RDMA through DMA-BUF needs.
+DMABUF_MIN_KERNEL = (5, 12)
+OFED_UNIT = "openibd.service"  # installed by MLNX_OFED / DOCA-OFED, absent with the inbox stack
+
+
+def dmabuf_capable(facts: NodeFacts) -> tuple[bool | None, list[str]]:
+    """Whether the node can give GPUDirect RDMA through DMA-BUF: (verdict, what was seen or is missing).
+
+    True: open kernel modules, a kernel at least 5.12 and the inbox RDMA stack. False: the module or the
+    kernel says no. None: unknown, or an MLNX_OFED stack whose DMA-BUF support only NCCL's log can show.
+    """
+    seen: list[str] = []
+    missing: list[str] = []
+    verdict: bool | None = True
+    driver = facts.driver
+    open_module = driver.open_kernel_module if driver is not None else None
+    if open_module is None:
+        verdict = None
+        missing.append("kernel module flavour unknown (no /proc/driver/nvidia/version)")
+    elif open_module:
+        seen.append("open kernel modules")
+    else:
+        verdict = False
+        missing.append("proprietary kernel module (DMA-BUF needs the open modules)")
+    release, _ = kernel_of(facts.uname)
+    head = re.match(r"(\d+)\.(\d+)", release or "")
+    numbers = (int(head.group(1)), int(head.group(2))) if head else ()
+    if len(numbers) < 2:
+        if verdict is not False:
+            verdict = None
+        missing.append("kernel release unknown (no uname -a)")
+    elif numbers[:2] < DMABUF_MIN_KERNEL:
+        verdict = False
+        missing.append(f"kernel {release} is older than 5.12")
+    else:
+        seen.append(f"kernel {release}")
+    # The inbox RDMA stack of a 5.12+ kernel registers DMA-BUF memory; whether an MLNX_OFED/DOCA-OFED build
+    # (openibd) does depends on its version, which only NCCL's own log then shows.
+    ofed = next((s for s in facts.services or [] if s.name == OFED_UNIT), None)
+    if facts.services is None:
+        verdict = None if verdict else verdict
+        missing.append("RDMA stack unknown (no services captured)")
+    elif ofed is not None and (ofed.load_state or "loaded") != "not-found":
+        verdict = None if verdict else verdict
+        missing.append("MLNX_OFED (openibd) stack: NCCL_DEBUG=INFO shows whether it registers DMA-BUF")
+    else:
+        seen.append("the inbox RDMA stack")
+    return verdict, seen if verdict else missing
+
+
+def _gdr_summary(facts: NodeFacts) -> tuple[list[str], str | None]:
+    """NCCL's own word from an NCCL_DEBUG=INFO log: its GPU Direct RDMA paths and NCCL_DMABUF_ENABLE."""
+    if facts.nccl is None:
+        return [], None
+    return list(facts.nccl.debug.gdr_paths), facts.nccl.debug.dmabuf_enable
 
 
 @check(
     "ib.peermem",
-    title="GPUDirect RDMA module",
-    facts=("modules",),
+    title="GPUDirect RDMA",
+    facts=("modules", "driver", "uname", "nccl"),
     doc=(
-        "Verifies that the kernel module letting the HCA read and write GPU memory directly is loaded "
-        "(nvidia_peermem, shipped with the driver since R470; legacy nv_peer_mem). Without it NCCL moves "
-        "inter-node traffic through host memory and loses much of its bandwidth (no GDRDMA in NCCL's logs)."
+        "Verifies that the HCA can read and write GPU memory directly (GPUDirect RDMA), through either "
+        "kernel path NVIDIA supports: DMA-BUF, which NVIDIA's GPU Operator documentation recommends "
+        "(open GPU kernel modules, Linux 5.12 or later, a network stack with DMA-BUF support; NCCL then "
+        "logs 'GPU Direct RDMA (DMABUF) enabled'), or the legacy nvidia_peermem module (shipped with the "
+        "driver since R470; older nv_peer_mem). The result names the path. Without either NCCL moves "
+        "inter-node traffic through host memory and loses much of its bandwidth (no GDRDMA in its logs)."
     ),
     remedy=(
-        "`modprobe nvidia_peermem` (after the MLNX_OFED/inbox RDMA stack is loaded) and persist it in "
-        "/etc/modules-load.d/."
+        "On open kernel modules with a 5.12+ kernel let NCCL use DMA-BUF (do not set NCCL_DMABUF_ENABLE=0). "
+        "Otherwise `modprobe nvidia_peermem` (after the MLNX_OFED/inbox RDMA stack is loaded) and persist it "
+        "in /etc/modules-load.d/."
     ),
 )
 def ib_peermem(facts: NodeFacts, params: dict[str, Any]) -> Result:
-    modules = need(facts, "modules")
-    loaded = [m.name for m in modules if m.name in PEERMEM_MODULES]
+    expected = "DMA-BUF or nvidia_peermem"
+    modules = facts.modules
+    loaded = [m.name for m in modules or [] if m.name in PEERMEM_MODULES]
+    nccl_paths, dmabuf_env = _gdr_summary(facts)
+    capable, why = dmabuf_capable(facts)
     if loaded:
-        return result("ib.peermem", "pass", f"{loaded[0]} loaded", observed=loaded[0], expected="nvidia_peermem")
+        also = "; DMA-BUF is available too and NVIDIA recommends it" if capable else ""
+        return result(
+            "ib.peermem",
+            "pass",
+            f"GPUDirect RDMA through {loaded[0]} (loaded){also}",
+            observed=loaded[0],
+            expected=expected,
+        )
+    if "DMABUF" in nccl_paths:
+        return result(
+            "ib.peermem",
+            "pass",
+            "GPUDirect RDMA through DMA-BUF: NCCL logs 'GPU Direct RDMA (DMABUF) enabled'",
+            observed="DMA-BUF",
+            expected=expected,
+        )
+    if modules is None and "nvidia-peermem" in nccl_paths:
+        return result(
+            "ib.peermem",
+            "pass",
+            "GPUDirect RDMA through nvidia_peermem: NCCL logs 'GPU Direct RDMA (nvidia-peermem) enabled'",
+            observed="nvidia_peermem",
+            expected=expected,
+        )
+    if capable and dmabuf_env != "0":
+        return result(
+            "ib.peermem",
+            "pass",
+            f"GPUDirect RDMA through DMA-BUF: {', '.join(why)} (nvidia_peermem is not needed)",
+            observed="DMA-BUF",
+            expected=expected,
+        )
+    if modules is None:
+        need(facts, "modules")  # skips (or errors) without the module list: nothing shows either path
+    if capable and dmabuf_env == "0":
+        return result(
+            "ib.peermem",
+            "fail",
+            "nvidia_peermem is not loaded and NCCL_DMABUF_ENABLE=0 turns NCCL's DMA-BUF path off",
+            observed=None,
+            expected=expected,
+            hint="remove NCCL_DMABUF_ENABLE=0 (environment, /etc/nccl.conf) or modprobe nvidia_peermem",
+        )
     return result(
         "ib.peermem",
         "fail",
-        "neither nvidia_peermem nor nv_peer_mem is loaded",
+        f"no GPUDirect RDMA path: neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF "
+        f"{'is unavailable' if capable is False else 'is not shown'} ({'; '.join(why)})",
         observed=None,
-        expected="nvidia_peermem",
-        hint="modprobe nvidia_peermem (load the RDMA stack first) and add it to /etc/modules-load.d/",
+        expected=expected,
+        hint=(
+            "modprobe nvidia_peermem (load the RDMA stack first) and add it to /etc/modules-load.d/; "
+            "with the open kernel modules and a 5.12+ kernel, DMA-BUF needs no module"
+        ),
     )
 
 

@@ -79,6 +79,16 @@ def _matches(os_release: dict[str, str], wanted: str) -> bool:
 def node_os(facts: NodeFacts, params: dict[str, Any]) -> Result:
     os_release = facts.os_release
     uname = facts.uname
+    # a source that could not be read as its kind (uname.txt holding "hello world") is an error wherever the
+    # verdict would need it: never a skip, and never a pass on the other source alone
+    if (
+        uname is None
+        and "uname" in facts.problems
+        and (os_release is None or params.get("min_kernel") or params.get("arch"))
+    ):
+        need(facts, "uname")
+    if os_release is None and "os_release" in facts.problems and (uname is None or params.get("distros")):
+        need(facts, "os_release")
     if os_release is None and uname is None:
         need(facts, "os_release")  # skip or error, saying why
         need(facts, "uname")

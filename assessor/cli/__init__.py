@@ -15,19 +15,24 @@ from assessor import __version__
 
 
 class _Group(click.Group):
-    """Turns GpulabError into a one-line message (credentials redacted, controls made visible) and exit 2."""
+    """Turns GpulabError into a message (credentials redacted, :func:`assessor.neutralise.message`) and exit 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from assessor.errors import GpulabError
-        from assessor.neutralise import visible_lines
+        from assessor.neutralise import message
         from assessor.secrets import redact
 
         try:
             return super().invoke(ctx)
         except GpulabError as exc:
-            # the message may quote a node, a file or what the user typed: no credential, no terminal escape
-            click.echo(f"gpulab: error: {visible_lines(redact(str(exc)))}", err=True)
+            # the message may quote a node, a file or what the user typed: no credential, no terminal escape,
+            # no line of its own that could pass for gpulab's (continuation lines are indented)
+            click.echo(message(redact(str(exc)), prefix="gpulab: error: "), err=True)
             ctx.exit(2)
+        except click.ClickException as exc:
+            # click's own usage errors quote what was typed (a path, an option's value): the same rule
+            exc.message = message(redact(exc.message))  # type: ignore[misc]  # Final in the stubs, a plain attribute
+            raise
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

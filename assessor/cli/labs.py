@@ -57,52 +57,15 @@ def _text(value: Any, style: str = "") -> Any:
     return Text(visible("" if value is None else value), style=style)
 
 
-def _cohort_of(
-    inventory: str | None,
-    target: str | None,
-    limit: str | None,
-    candidates_file: str | None,
-    candidate: str | None = None,
-) -> Any:
-    """The cohort when --inventory comes without --target (every selected host at once); None for one target."""
-    if not inventory or target:
-        if limit or candidates_file:
-            raise click.UsageError(
-                "--limit and --candidates select the hosts of a cohort: give --inventory FILE without --target"
-            )
-        return None
-    if candidate:
-        raise click.UsageError(
-            "--candidate names one person: a cohort's candidates come from each host's gpulab_candidate "
-            "in the inventory, or --candidates FILE"
-        )
-    from assessor.labs import cohort
+@contextlib.contextmanager
+def _usage() -> Iterator[None]:
+    """Options of a cohort given with those of one node (or person): click's usage error, as for any option."""
+    from assessor.labs.cohort import OptionsConflict
 
-    return cohort.load(inventory, limit=limit, candidates_file=candidates_file)
-
-
-def _cohort_step(
-    x: Any, action: str, group: Any, options: Any, forks: int, db: str | None = None, *, replace: bool = False
-) -> int:
-    """start, solve or reset over a cohort: a line per host, a line per lab the step closed, a tally; the exit
-    code. A start refuses (exit 2, before anything runs) hosts that hold another open lab unless ``replace``;
-    the attempts database learns what one node's step would tell it (lifecycle.after_cohort_step)."""
-    from assessor.labs import attempts, cohort, lifecycle
-    from assessor.neutralise import visible
-
-    held = lifecycle.cohort_held(x, group, db=db, replace=replace) if action == "start" else {}
-    at = attempts.now()
-    if action == "start":
-        outcomes = cohort.start(x, group, options, db=db, forks=forks)
-    else:
-        outcomes = cohort.run_step(x, action, group, options, forks=forks)
-    for line in cohort.step_summary(action, group, outcomes):
-        click.echo(line)
-    done = [name for name, o in outcomes.items() if o.status == "ok"]
-    for line in lifecycle.after_cohort_step(x, action, group, done, by=_candidate(None), db=db, at=at, held=held):
-        click.echo(visible(line))
-    click.echo(f"{x.id} {action}: {cohort.step_tally(action, outcomes)}")
-    return cohort.step_exit_code(outcomes)
+    try:
+        yield
+    except OptionsConflict as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -330,80 +293,25 @@ def lab_start(
     With --inventory and no --target: every host of the inventory (--limit selects some) at once, each the
     node of its candidate (the host's gpulab_candidate, or --candidates FILE), one start recorded per host.
     """
-    from assessor.labs import attempts, lifecycle
-    from assessor.labs.cohort import command
-    from assessor.labs.loader import find_lab
+    from assessor.labs import commands
 
-    x = find_lab(lab_id)
-    who = _candidate(candidate)
-    options = target_options(identity, known_hosts, accept_new_host_keys)
-    ssh = {"identity": identity, "known_hosts": known_hosts}
-    group = _cohort_of(inventory, target, limit, candidates_file, candidate)
-    if group is not None:
-        code = _cohort_step(x, "start", group, options, forks, db, replace=replace)
-        grade = command(
-            "lab",
-            "grade",
-            x.id,
-            inventory=inventory,
-            limit=limit,
-            candidates=candidates_file,
-            answers="TICKETS_DIR" if x.takes_answer else None,
-            **ssh,
+    with _usage(), _reaching():
+        code = commands.start(
+            lab_id,
+            say=click.echo,
+            target=target,
+            candidate=candidate,
             db=db,
+            replace_node=replace_node,
+            replace=replace,
+            inventory=inventory,
+            options=target_options(identity, known_hosts, accept_new_host_keys),
+            limit=limit,
+            forks=forks,
+            candidates_file=candidates_file,
         )
-        click.echo(f"grade the cohort with `{grade} --out gradebook`")
+    if code is not None:
         sys.exit(code)
-    now = attempts.now()
-    with _reaching():
-        steps, begun = lifecycle.start_and_record(
-            x, target, options, candidate=who, db=db, inventory=inventory, replace_node=replace_node, replace=replace
-        )
-    from assessor.neutralise import visible
-
-    for line in steps:
-        if "--replace-node" in line or line.startswith("closed "):
-            click.echo(visible(line))
-    # what the scenario did stays unsaid: naming the fault would give a troubleshooting lab away
-    click.echo(f"{x.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
-    if x.variants:
-        from assessor.labs.loader import pick_variant, placeholders
-
-        # only what the instructions name: a variant the candidate must find (mig-101's GPU) stays unsaid
-        named = placeholders(x.readme.read_text(encoding="utf-8"))
-        chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(x, who).items() if k in named)
-        if chosen:
-            click.echo(f"your variant of {x.id}: {chosen} (read {{name}} in the instructions as these)")
-    if begun.started_at < now.replace(microsecond=0):
-        click.echo(
-            f"{x.id} was already started by {who} at {attempts.iso(begun.started_at)}: that clock keeps running "
-            f"(`{command('lab', 'close', x.id, candidate=candidate, db=db)}` or an instructor's `gpulab lab reset` "
-            "closes it)"
-        )
-    if x.is_design:
-        grade = command("lab", "grade", x.id, answer="FILE", candidate=candidate, db=db)
-    else:
-        ticket = "ticket.yaml" if x.takes_answer else None
-        grade = command(
-            "lab", "grade", x.id, inventory=inventory, target=target, answer=ticket, **ssh, candidate=candidate, db=db
-        )
-        if ticket:
-            click.echo(
-                f"{x.id} grades what you do on the node and your ticket for the data centre: write it as "
-                f"{x.path / (x.answer_example or '')} shows (`gpulab lab show {x.id}` explains)"
-            )
-    if target and not x.is_design:
-        from assessor.labs.capture import target_key
-
-        key = target_key(target, inventory)
-        if key.startswith("mock:/"):
-            alone = command("sim", "shell", candidate=candidate, db=db)
-            by_path = command("sim", "shell", key.removeprefix("mock:"))
-            click.echo(f"enter the node with `{alone}` (your open lab's node) or `{by_path}`")
-    click.echo(
-        f"{x.id} started for {who}: {x.time_limit_min} min from the start; read it with `gpulab lab show {x.id}`, "
-        f"grade it with `{grade}`"
-    )
 
 
 @lab.command("grade")
@@ -470,86 +378,52 @@ def lab_grade(
     """
     import json
 
-    from assessor.errors import InputError
-    from assessor.labs import lifecycle
-    from assessor.labs.loader import find_lab
+    from assessor.labs import commands
 
-    x = find_lab(lab_id)
-    group = None if x.is_design else _cohort_of(inventory, target, limit, candidates_file, candidate)
-    if group is not None:
-        if answer:
-            raise InputError("a cohort hands in one ticket per candidate: --answers DIR (DIR/<candidate>.yaml)")
-        sys.exit(
-            _cohort_grade(
-                x,
-                group,
-                target_options(identity, known_hosts, accept_new_host_keys),
-                db=db,
-                forks=forks,
-                timeout=timeout,
-                out=out,
-                as_json=as_json,
-                answers=answers,
-            )
+    with _usage():
+        done = commands.grade(
+            lab_id,
+            target=target,
+            answer=answer,
+            answers=answers,
+            candidate=candidate,
+            db=db,
+            timeout=timeout,
+            out=out,
+            inventory=inventory,
+            options=target_options(identity, known_hosts, accept_new_host_keys),
+            limit=limit,
+            forks=forks,
+            candidates_file=candidates_file,
         )
-    if answers:
-        raise InputError("--answers DIR is for a cohort (--inventory, no --target): one node takes --answer FILE")
-    options = None if x.is_design else target_options(identity, known_hosts, accept_new_host_keys)
-    result, failure = lifecycle.grade_and_record(
-        x,
-        candidate=_candidate(candidate),
-        spec=target,
-        answer=answer,
-        db=db,
-        options=options,
-        inventory=inventory,
-        timeout=timeout,
-    )
-    if out:
-        from assessor.labs.gradebook import write_grade
-
-        spec = target or f"answer:{answer}"
-        who = _candidate(candidate)
-        write_grade(out, result, candidate=who, host=spec if inventory else (result.extras.get("host") or who))
+    if done.hosts is not None:
+        sys.exit(_print_cohort_grade(done, as_json))
+    result: Any = done.grade
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
-        _print_grade(x, result)
-    if failure is not None:
-        click.echo(f"gpulab: error: {failure}", err=True)
+        _print_grade(done.lab, result)
+    if done.failure is not None:
+        click.echo(f"gpulab: error: {done.failure}", err=True)
         sys.exit(2)
     sys.exit(0 if result.passed else 1)
 
 
-def _cohort_grade(
-    x: Any,
-    group: Any,
-    options: Any,
-    *,
-    db: str | None,
-    forks: int,
-    timeout: float,
-    out: str | None,
-    as_json: bool,
-    answers: str | None = None,
-) -> int:
-    """Grade every host of a cohort: a line per host (stderr with --json), the gradebook; the exit code."""
+def _print_cohort_grade(done: Any, as_json: bool) -> int:
+    """A cohort's grades: a line per host (stderr with --json), the grades as JSON, a tally; the exit code."""
     import json
 
     from assessor.labs import cohort
 
-    grades = cohort.grade(x, group, options, db=db, forks=forks, timeout=timeout, answers=answers)
-    if out:
-        cohort.write_gradebook(grades, out, lab_id=x.id)
-    for line in cohort.grade_summary(grades):
+    for line in cohort.grade_summary(done.hosts):
         click.echo(line, err=as_json)
     if as_json:
-        click.echo(json.dumps([g.grade.to_json() for g in grades if g.grade is not None], indent=2))
-    click.echo(f"{x.id} grade: {cohort.grade_tally(grades)}", err=as_json)
-    if out:
-        report = cohort.command("report", "cohort", out)
-        click.echo(f"gradebook: {out}; the cohort report: `{report}`", err=as_json)
-    return cohort.grade_exit_code(grades)
+        click.echo(json.dumps([g.grade.to_json() for g in done.hosts if g.grade is not None], indent=2))
+    click.echo(f"{done.lab.id} grade: {cohort.grade_tally(done.hosts)}", err=as_json)
+    if done.out:
+        report = cohort.command("report", "cohort", done.out)
+        click.echo(f"gradebook: {done.out}; the cohort report: `{report}`", err=as_json)
+    return cohort.grade_exit_code(done.hosts)
 
 
 def _print_grade(x: Any, g: Any) -> None:
@@ -678,46 +552,23 @@ def lab_solve(
     shows only its ticket. A node that cannot be reached: exit 3.
     With --inventory and no --target: on every host of the inventory (--limit selects some) at once.
     """
-    from assessor.labs import lifecycle
-    from assessor.labs.loader import find_lab
+    from assessor.labs import commands
 
-    x = find_lab(lab_id)
-    if x.is_design or (x.takes_answer and not target and not inventory):
-        from assessor.labs.loader import pick_variant, with_variant
-
-        _show_reference_answer(with_variant(x, pick_variant(x, _candidate(None))), out, db)
-        return
-    options = target_options(identity, known_hosts, accept_new_host_keys)
-    group = _cohort_of(inventory, target, limit, candidates_file)
-    if group is not None:
-        sys.exit(_cohort_step(x, "solve", group, options, forks, db))
-    with _reaching():
-        log = lifecycle.solve_and_record(x, target, options, solved_by=_candidate(None), db=db, inventory=inventory)
-    for line in log:
-        click.echo(line)
-    click.echo(f"later grades on {target} are flagged: reference solution applied on this node")
-    if x.takes_answer:
-        _show_reference_answer(lifecycle.variant_on(x, target, db=db, inventory=inventory), out, db)
-
-
-def _show_reference_answer(x: Any, out: str | None, db: str | None) -> None:
-    """Show (or write to ``out``) the reference answer or ticket; the candidate's later grades are flagged."""
-    from assessor.labs import lifecycle
-    from assessor.labs.loader import reference_answer
-
-    text = reference_answer(x)
-    lifecycle.record_answer_shown(x, shown_to=_candidate(None), db=db)
-    what = "answer" if x.is_design else "ticket"
-    if out:
-        from pathlib import Path
-
-        Path(out).write_text(text, encoding="utf-8")
-        from assessor.labs.cohort import command
-
-        grade = command("lab", "grade", x.id, target=None if x.is_design else "NODE", answer=out)
-        click.echo(f"reference {what} of {x.id} written to {out}; grade it: {grade}")
-    else:
-        click.echo(text, nl=False)
+    with _usage(), _reaching():
+        code = commands.solve(
+            lab_id,
+            say=click.echo,
+            target=target,
+            out=out,
+            db=db,
+            inventory=inventory,
+            options=target_options(identity, known_hosts, accept_new_host_keys),
+            limit=limit,
+            forks=forks,
+            candidates_file=candidates_file,
+        )
+    if code is not None:
+        sys.exit(code)
 
 
 @lab.command("reset")
@@ -745,20 +596,22 @@ def lab_reset(
     new clock (the reset is recorded). A node that cannot be reached: exit 3, nothing closed.
     With --inventory and no --target: every host of the inventory (--limit selects some) at once.
     """
-    from assessor.labs import lifecycle
-    from assessor.labs.loader import find_lab
+    from assessor.labs import commands
 
-    x = find_lab(lab_id)
-    options = target_options(identity, known_hosts, accept_new_host_keys)
-    group = _cohort_of(inventory, target, limit, candidates_file)
-    if group is not None:
-        sys.exit(_cohort_step(x, "reset", group, options, forks, db))
-    from assessor.neutralise import visible
-
-    with _reaching():
-        log = lifecycle.reset_and_close(x, target, options, closed_by=_candidate(None), db=db, inventory=inventory)
-    for line in log:
-        click.echo(visible(line))
+    with _usage(), _reaching():
+        code = commands.reset(
+            lab_id,
+            say=click.echo,
+            target=target,
+            db=db,
+            inventory=inventory,
+            options=target_options(identity, known_hosts, accept_new_host_keys),
+            limit=limit,
+            forks=forks,
+            candidates_file=candidates_file,
+        )
+    if code is not None:
+        sys.exit(code)
 
 
 @lab.command("close")

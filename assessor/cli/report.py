@@ -71,8 +71,9 @@ def report(
         )
     made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db, identities=identities)
     written = build.write(made, fmt, out, lms=lms)
+    from assessor.neutralise import visible
+
     if lms:
-        from assessor.neutralise import visible
         from assessor.reports.csvout import unmatched
 
         missing = unmatched(made.document, lms)
@@ -88,4 +89,4 @@ def report(
     if out is None:
         click.echo(written, nl=False)
     else:
-        click.echo(f"{kind} report written to {written}")
+        click.echo(visible(f"{kind} report written to {written}"))

@@ -2,7 +2,12 @@
 
 Several graders may write at once (an instructor grading a cohort, CI jobs): the database runs in WAL
 mode with a busy timeout, and each write is one ``BEGIN IMMEDIATE`` transaction, so a process killed
-mid-write leaves every committed attempt intact and the uncommitted one absent.
+mid-write leaves every committed attempt intact and the uncommitted one absent. Each commit is checkpointed
+into the database file, so removing the WAL files cannot take committed attempts with them.
+
+Tamper evidence (docs/REPORTS.md, "The attempts database's integrity"): a hash chain over every row, kept
+across schema upgrades; values edited by hand read as flags, never tracebacks; a head record beside the file
+(``<db>.head``) tells rows gone at the end.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -56,6 +61,13 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_by_candidate ON attempts (candidate, lab_id, graded_at);
 """
+
+# The columns version 1 had: a file with only these (and no chain) may be a genuine version 1 database.
+_V1_STARTS = ("id", "candidate", "lab_id", "target", "started_at", "lab_hash")
+_V1_ATTEMPTS = (
+    *("id", "candidate", "lab_id", "lab_domain", "lab_level", "lab_hash", "target", "host", "machine", "identity"),
+    *("graded_at", "started_at", "late", "percent", "points", "max_points", "passed", "checks"),
+)
 
 # Version 2: starts know the node and its baseline; closes, solves and hints; every row chained.
 _V2 = """
@@ -274,9 +286,21 @@ class Attempt:
 def connect(path: Path | str | None = None) -> sqlite3.Connection:
     """Open (creating when needed) the attempts database in WAL mode with a busy timeout.
 
-    DatabaseError when the file is not a gpulab attempts database this version can use.
+    DatabaseError (one line, naming the file) when the file is not a gpulab attempts database this version can
+    use, or SQLite or the file system cannot open it.
     """
     p = Path(path) if path is not None else default_path()
+    try:
+        return _connect(p)
+    except DatabaseError:
+        raise
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"{p}: attempts database unusable: {_sqlite_words(exc)}") from None
+    except OSError as exc:
+        raise DatabaseError(f"{p}: attempts database unusable: {exc.strerror or exc}") from None
+
+
+def _connect(p: Path) -> sqlite3.Connection:
     if p.is_dir():
         raise DatabaseError(f"{p}: a directory, not an attempts database")
     if p.is_file() and p.stat().st_size:
@@ -293,7 +317,7 @@ def connect(path: Path | str | None = None) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         _check_ours(conn, p)
         _wal(conn)
-        conn.execute("PRAGMA synchronous = NORMAL")  # durable across process crashes in WAL mode
+        conn.execute("PRAGMA synchronous = FULL")  # a commit is on disk before gpulab says it was recorded
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             with transaction(conn):
                 _migrate(conn, p)
@@ -306,7 +330,7 @@ def connect(path: Path | str | None = None) -> sqlite3.Connection:
 def _check_ours(conn: sqlite3.Connection, p: Path) -> None:
     app = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = _tables(conn)
     if app not in (0, APPLICATION_ID) or (app == 0 and tables and not {"starts", "attempts"} <= tables):
         raise DatabaseError(f"{p}: an SQLite database of another program, not gpulab's attempts database")
     if version > SCHEMA_VERSION:
@@ -315,25 +339,55 @@ def _check_ours(conn: sqlite3.Connection, p: Path) -> None:
         )
 
 
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The table's columns in order (none: no such table)."""
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _statements(script: str) -> list[str]:
+    return [s for s in script.split(";") if s.strip()]
+
+
+def _added_column(statement: str) -> tuple[str, str] | None:
+    """(table, column) of an ``ALTER TABLE t ADD COLUMN c ...`` statement, else None."""
+    import re
+
+    found = re.search(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", statement)
+    return (found.group(1), found.group(2)) if found else None
+
+
 def _migrate(conn: sqlite3.Connection, p: Path) -> None:
+    """Bring the file up to :data:`SCHEMA_VERSION` by what it holds, whatever its ``user_version`` says.
+
+    The chain survives an upgrade: the rows of a chained file keep their hashes (a column added later is left
+    out of a row's hash while empty), so a row edited before the upgrade is still flagged after it. Only a
+    file that never had a chain (version 1) has its rows join the chain as they are, and only when nothing
+    says it is a chained file made to look old: a head record of chained rows (:func:`head_path`), a table or
+    column version 1 did not have. Such a file keeps its rows out of the chain: each is flagged.
+    """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise DatabaseError(f"{p}: written by a newer gpulab (database version {version})")
+    before = {table: set(_columns(conn, table)) for table in _tables(conn)}
+    had_rows = any(conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in before if table in CHAINED)
+    chained = any("row_hash" in columns for columns in before.values())
+    v1_columns = {"starts": set(_V1_STARTS), "attempts": set(_V1_ATTEMPTS)}
+    ours = {t: c for t, c in before.items() if not t.startswith("sqlite_")}
+    looks_v1 = set(ours) <= set(v1_columns) and all(ours[t] <= v1_columns[t] for t in ours)
+    head = read_head(p)  # gpulab writes one from version 3 on: a version 1 file never had one
     # statement by statement: executescript() would COMMIT our transaction first
-    if version < 1:
-        for statement in _DDL.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-    if version < 2:
-        for statement in _V2.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        for table in CHAINED:  # rows of version 1 join the chain as they are
+    for statement in _statements(_DDL) + _statements(_V2) + _statements(_V3):
+        added = _added_column(statement)
+        if added is not None and added[1] in _columns(conn, added[0]):
+            continue  # already there: an ALTER again would fail (a file whose user_version was lowered)
+        conn.execute(statement)
+    if had_rows and not chained and looks_v1 and head is None and version <= 1:
+        for table in CHAINED:  # rows of version 1 (which had no chain) join the chain as they are
             _rechain(conn, table)
-    if version < 3:
-        for statement in _V3.split(";"):
-            if statement.strip():
-                conn.execute(statement)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -361,25 +415,26 @@ def _wal(conn: sqlite3.Connection) -> None:
 
 @contextlib.contextmanager
 def opened(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
-    """:func:`connect`, closed when the block ends."""
-    conn = connect(path)
+    """:func:`connect`, closed when the block ends; an SQLite failure inside the block is one-line
+    :class:`DatabaseError` too (a database damaged by hand fails every command with one line)."""
+    p = Path(path) if path is not None else default_path()
+    conn = connect(p)
     try:
         yield conn
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"{p}: attempts database unusable: {_sqlite_words(exc)}") from None
     finally:
         conn.close()
 
 
 @contextlib.contextmanager
 def guarded(path: Path | str | None = None) -> Iterator[sqlite3.Connection]:
-    """:func:`opened`, with every SQLite or file-system failure turned into one-line :class:`DatabaseError`."""
+    """:func:`opened`, with every file-system failure inside the block turned into one-line :class:`DatabaseError`
+    as well."""
     p = Path(path) if path is not None else default_path()
     try:
         with opened(p) as conn:
             yield conn
-    except DatabaseError:
-        raise
-    except sqlite3.Error as exc:
-        raise DatabaseError(f"{p}: attempts database unusable: {_sqlite_words(exc)}") from None
     except OSError as exc:
         raise DatabaseError(f"{p}: attempts database unusable: {exc.strerror or exc}") from None
 
@@ -392,20 +447,65 @@ def _sqlite_words(exc: sqlite3.Error) -> str:
         return "cannot be opened or created there"
     if "not a database" in text or "malformed" in text:
         return "corrupt"
+    if "no such table" in text or "no such column" in text or "has no column" in text:
+        return f"{text}: edited by hand (gpulab's tables are not all there)"
     return text
+
+
+def _db_file(conn: sqlite3.Connection) -> Path | None:
+    """The file ``conn`` has open (None: an in-memory database)."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return Path(row[2]) if row[2] else None
+    return None
 
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to the busy timeout)."""
+    """One write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to the busy timeout).
+
+    After the commit, the WAL is checkpointed into the database file (a committed attempt does not live in the
+    WAL file only, where removing that file would lose it) and the head record is brought up to date
+    (:func:`sync_head`).
+    """
+    path = _db_file(conn)
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        if path is not None and _wal_gone(path):
+            raise DatabaseError(
+                f"{path}: its WAL files ({path.name}-wal, -shm) were removed or replaced while gpulab had them"
+                " open: nothing recorded (run the command again)"
+            )
     except BaseException:
         if conn.in_transaction:  # SQLite may have rolled back already (e.g. on a full disk)
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(FULL)").fetchall()  # busy (a reader on an older snapshot): the next one
+    if path is not None:
+        sync_head(conn, path)
+
+
+def _wal_gone(db: Path) -> bool:
+    """Whether the WAL and shared-memory files this process holds open are no longer ``db``'s (removed, or
+    removed and made anew by another process): a commit now would go to a WAL no other process reads, with
+    locks no other process sees. Linux only (``/proc/self/fd``); elsewhere False."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return False
+    try:
+        current = {(st.st_dev, st.st_ino) for st in (os.stat(f"{db}-wal"), os.stat(f"{db}-shm"))}
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    held = set()
+    for entry in os.listdir(fds):
+        with contextlib.suppress(OSError):
+            st = os.stat(fds / entry)
+            held.add((st.st_dev, st.st_ino))
+    return not current <= held
 
 
 # ---- the chain: each row's hash covers its content and the hash of the row before it ----------------
@@ -419,7 +519,7 @@ def _row_hash(prev: str, values: dict[str, Any]) -> str:
         for k, v in values.items()
         if k not in ("id", "prev_hash", "row_hash") and not (k in _LATER_COLUMNS and v is None)
     }
-    text = prev + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))
+    text = prev + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -443,22 +543,181 @@ def _rechain(conn: sqlite3.Connection, table: str) -> None:
         prev = h
 
 
+def _row_break(prev: str, values: dict[str, Any], table: str) -> str | None:
+    """Why one row is not where gpulab chained it (its hash and the previous row's), or None."""
+    if values.get("row_hash") in (None, ""):
+        return f"{table} row {values['id']}: not in the chain (written or re-created by hand)"
+    if values.get("prev_hash") != prev:
+        return f"{table} row {values['id']}: a row before it was removed or changed"
+    if values.get("row_hash") != _row_hash(prev, values):
+        return f"{table} row {values['id']}: edited after gpulab wrote it"
+    return None
+
+
 def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
-    """Rows changed, removed or added by hand since gpulab wrote them: (table, row id) -> why."""
+    """Rows changed, removed or added by hand since gpulab wrote them: (table, row id) -> why.
+
+    Rows missing at the end of a table (deleted, an older copy of the file restored, lost with its WAL file),
+    which the chain alone cannot show, are told by the head record (:func:`head_findings`): their keys have a
+    row id of 0 or less (no such row).
+    """
     out: dict[tuple[str, int], str] = {}
+    tables = _tables(conn)
     for table in CHAINED:
+        if table not in tables:
+            continue
+        chained = {"prev_hash", "row_hash"} <= set(_columns(conn, table))
         prev = ""
-        for row in conn.execute(f"SELECT * FROM {table} ORDER BY id"):
+        for row in conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall():
             values = dict(row)
-            if values["prev_hash"] != prev:
-                out[(table, values["id"])] = f"{table} row {values['id']}: a row before it was removed or changed"
-            elif values["row_hash"] != _row_hash(prev, values):
-                out[(table, values["id"])] = f"{table} row {values['id']}: edited after gpulab wrote it"
-            prev = values["row_hash"]
+            if not chained:
+                out[(table, values["id"])] = f"{table} row {values['id']}: not in the chain (its hash was removed)"
+                continue
+            why = _row_break(prev, values, table)
+            if why is not None:
+                out[(table, values["id"])] = why
+            prev = values["row_hash"] if isinstance(values["row_hash"], str) else ""
+    for n, why in enumerate(head_findings(conn)):
+        out[("head", -n)] = why
     return out
 
 
+def _start_break(conn: sqlite3.Connection, start_id: int) -> str | None:
+    """Why the start row ``start_id`` is not as gpulab chained it, or None."""
+    row = conn.execute("SELECT * FROM starts WHERE id = ?", (start_id,)).fetchone()
+    if row is None:
+        return None
+    before = conn.execute("SELECT row_hash FROM starts WHERE id < ? ORDER BY id DESC LIMIT 1", (start_id,)).fetchone()
+    prev = before[0] if before and isinstance(before[0], str) else ""
+    return _row_break(prev, dict(row), "starts")
+
+
 DB_EDITED = "attempts database edited by hand"
+
+
+# ---- the head record: how far each chain reached, kept beside the database ----------------------------
+
+HEAD_SCHEMA = "gpulab.attempts-head/1"
+
+
+def head_path(db: Path) -> Path:
+    """The head record of database ``db``: ``<db>.head`` beside it (not ``<db>-*``, SQLite's own files)."""
+    return db.with_name(db.name + ".head")
+
+
+def read_head(db: Path) -> dict[str, Any] | None:
+    """The head record of ``db`` (None: there is none); ``{"unreadable": why}`` when it cannot be read."""
+    path = head_path(db)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return {"unreadable": f"{path}: {getattr(exc, 'strerror', None) or exc}"}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {"unreadable": f"{path}: not JSON"}
+    if not isinstance(doc, dict) or doc.get("schema") != HEAD_SCHEMA or not isinstance(doc.get("tables"), dict):
+        return {"unreadable": f"{path}: not a gpulab head record"}
+    return doc
+
+
+def _tails(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    """Each chained table's rows, last row id and last row hash, as the database holds them now."""
+    out: dict[str, dict[str, Any]] = {}
+    tables = _tables(conn)
+    for table in CHAINED:
+        if table not in tables or "row_hash" not in _columns(conn, table):
+            continue
+        count = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        last = conn.execute(f"SELECT id, row_hash FROM {table} ORDER BY id DESC LIMIT 1").fetchone()
+        out[table] = {"rows": count, "last_id": last[0] if last else 0, "last_hash": last[1] if last else ""}
+    return out
+
+
+def _missing(conn: sqlite3.Connection, head: dict[str, Any]) -> list[str]:
+    """What the head record says gpulab wrote that the database no longer holds, one line per table."""
+    out = []
+    tables = _tables(conn)
+    at = head.get("at", "?")
+    for table, tail in sorted(head.get("tables", {}).items()):
+        if table not in CHAINED or not isinstance(tail, dict) or not tail.get("rows"):
+            continue
+        rows, last_id, last_hash = tail.get("rows"), tail.get("last_id"), tail.get("last_hash")
+        if table not in tables or "row_hash" not in _columns(conn, table):
+            out.append(
+                f"{table}: all {rows} row(s) gpulab recorded (the last at {at}) are gone: table or chain removed"
+            )
+            continue
+        row = conn.execute(f"SELECT row_hash FROM {table} WHERE id = ?", (last_id,)).fetchone()
+        if row is not None and row[0] == last_hash:
+            continue
+        found = int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE id <= ?", (last_id,)).fetchone()[0])
+        if isinstance(rows, int) and found < rows:
+            what = f"{rows - found} row(s) missing: gpulab recorded {rows} up to row {last_id} (the last at {at})"
+            what += f", the database holds {found} of them"
+        else:
+            what = f"row {last_id}, the last gpulab recorded (at {at}), is not the row it wrote"
+        out.append(f"{table}: {what} (deleted, an older copy of the file restored, or lost with its WAL file)")
+    return out
+
+
+def head_findings(conn: sqlite3.Connection) -> list[str]:
+    """What the head record tells of the database: losses recorded earlier, rows gone since the last write, an
+    unreadable head record. Nothing when there is no head record (a database of an older gpulab, or one whose
+    head record was deleted: see docs/REPORTS.md)."""
+    path = _db_file(conn)
+    if path is None:
+        return []
+    head = read_head(path)
+    if head is None:
+        return []
+    if "unreadable" in head:
+        return [f"head record {head['unreadable']} (edited by hand): rows lost since cannot be told"]
+    losses = [str(x) for x in head.get("losses", []) if isinstance(x, str)]
+    return losses + _missing(conn, head)
+
+
+def sync_head(conn: sqlite3.Connection, db: Path) -> None:
+    """Write the head record of ``db`` after a write: each chain's row count, last row id and hash. A loss the
+    database shows against the previous record (rows gone, :func:`head_findings`) is kept in it for good.
+
+    Runs under the write lock (so two writers keep it in order). Best effort: a head record that cannot be
+    written (a read-only folder) is left behind the database, which only makes it tell less.
+    """
+    import tempfile
+
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error:
+        return
+    try:
+        head = read_head(db)
+        losses: list[str] = []
+        if head is not None and "unreadable" in head:
+            losses.append(f"head record {head['unreadable']} (edited by hand), found at {iso(now())}")
+        elif head is not None:
+            losses = [str(x) for x in head.get("losses", []) if isinstance(x, str)]
+            losses += [f"{why}; found at {iso(now())}" for why in _missing(conn, head)]
+        doc = {"schema": HEAD_SCHEMA, "at": iso(now()), "tables": _tails(conn), "losses": losses}
+        target = head_path(db)
+        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=1, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
 
 # ---- starts, closes, solves, hints -------------------------------------------------------------------
@@ -501,25 +760,53 @@ def record_start(
     return found
 
 
-def _start(row: sqlite3.Row) -> Start:
-    base = json.loads(row["baseline"]) if row["baseline"] else None
-    return Start(
-        id=row["id"],
-        candidate=row["candidate"],
-        lab_id=row["lab_id"],
-        target=row["target"],
-        started_at=parse_time(row["started_at"]),
-        recorded_at=row["recorded_at"] or row["started_at"],
-        lab_hash=row["lab_hash"],
-        identity=Identity.from_json(json.loads(row["identity"] or "{}")),
-        baseline={str(k): float(v) for k, v in base.items()} if isinstance(base, dict) else None,
-        variant=json.loads(row["variant"] or "{}"),
+def _start(row: sqlite3.Row, conn: sqlite3.Connection) -> Start:
+    """A start as gpulab wrote it. A value edited by hand beyond reading (a clock that is not a time, garbage
+    JSON) stops the command with one line: gpulab cannot tell when that lab started or on which node."""
+    r = _Row(row)
+    row_id = r.integer("id") or 0
+    started = r.time("started_at")
+    recorded = r.text("recorded_at", null=True)
+    base = r.json("baseline", dict, None) if r.raw("baseline") is not None else None
+    start = Start(
+        id=row_id,
+        candidate=r.text("candidate"),
+        lab_id=r.text("lab_id"),
+        target=r.text("target"),
+        started_at=parse_time(started) if started else now(),
+        recorded_at=recorded or started or "",
+        lab_hash=r.text("lab_hash"),
+        identity=_identity(r),
+        baseline=None,
+        variant=r.json("variant", dict, {}) if r.raw("variant") is not None else {},
     )
+    baseline: dict[str, float] | None = None
+    if isinstance(base, dict):
+        try:
+            baseline = {str(k): float(v) for k, v in base.items()}
+        except (TypeError, ValueError):
+            r.problems.append("baseline holds values that are not numbers")
+    if r.problems:
+        where = _db_file(conn)
+        raise DatabaseError(
+            f"{where or 'attempts database'}: {DB_EDITED}: starts row {row_id}: {'; '.join(r.problems)}"
+            " (gpulab cannot tell when or where that lab was started)"
+        )
+    return replace(start, baseline=baseline)
+
+
+def _identity(r: _Row) -> Identity:
+    data = r.json("identity", dict, {}) if r.raw("identity") is not None else {}
+    try:
+        return Identity.from_json(data)
+    except (TypeError, ValueError):
+        r.problems.append("identity is not a node's identity")
+        return Identity(None)
 
 
 def _start_by_id(conn: sqlite3.Connection, start_id: int) -> Start | None:
     row = conn.execute("SELECT * FROM starts WHERE id = ?", (start_id,)).fetchone()
-    return _start(row) if row else None
+    return _start(row, conn) if row else None
 
 
 def open_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> Start | None:
@@ -529,7 +816,7 @@ def open_start(conn: sqlite3.Connection, candidate: str, lab_id: str) -> Start |
         f" AND NOT EXISTS (SELECT 1 FROM closes c WHERE {_CLOSED}) ORDER BY id DESC LIMIT 1",
         (candidate, lab_id),
     ).fetchone()
-    return _start(row) if row else None
+    return _start(row, conn) if row else None
 
 
 def open_starts(conn: sqlite3.Connection, candidate: str) -> list[Start]:
@@ -668,37 +955,151 @@ def record_attempt(conn: sqlite3.Connection, **fields: Any) -> int:
         return insert_attempt(conn, **fields)
 
 
+class _Row:
+    """Reads one row's values as gpulab wrote them, noting each one it did not (a value edited by hand: a
+    wrong type, NULL, garbage JSON, a time that is not one, a column that is gone) instead of failing."""
+
+    def __init__(self, row: sqlite3.Row) -> None:
+        self.row = row
+        self.keys = set(row.keys())
+        self.problems: list[str] = []
+
+    def raw(self, key: str) -> Any:
+        if key not in self.keys:
+            self.problems.append(f"no {key} column")
+            return None
+        return self.row[key]
+
+    def _bad(self, key: str, value: Any, what: str) -> None:
+        shown = repr(value)
+        self.problems.append(f"{key} {shown[:60] + '...' if len(shown) > 60 else shown} is not {what}")
+
+    def text(self, key: str, *, null: bool = False) -> Any:
+        value = self.raw(key)
+        if isinstance(value, str) or (value is None and null):
+            return value
+        if key in self.keys:
+            self._bad(key, value, "text")
+        return None if null else ("" if value is None else str(value))
+
+    def number(self, key: str) -> float:
+        import math
+
+        value = self.raw(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+        if key in self.keys:
+            self._bad(key, value, "a number")
+        return 0.0
+
+    def integer(self, key: str, *, null: bool = False) -> int | None:
+        value = self.raw(key)
+        if isinstance(value, int) or (value is None and null):
+            return value
+        if key in self.keys:
+            self._bad(key, value, "an integer")
+        return None if null else 0
+
+    def boolean(self, key: str) -> bool:
+        value = self.raw(key)
+        if value in (0, 1) and isinstance(value, int):
+            return bool(value)
+        if key in self.keys:
+            self._bad(key, value, "0 or 1")
+        return False
+
+    def time(self, key: str, *, null: bool = False) -> str | None:
+        """An ISO time with its zone, as gpulab writes them (else None, or '' for a time that must be there)."""
+        value = self.raw(key)
+        if value is None and null:
+            return None
+        if isinstance(value, str):
+            try:
+                if parse_time(value).tzinfo is not None:
+                    return value
+            except ValueError:
+                pass
+        if key in self.keys:
+            self._bad(key, value, "a time")
+        return None if null else ""
+
+    def json(self, key: str, kind: type, default: Any) -> Any:
+        value = self.raw(key)
+        if value is None and key not in self.keys:
+            return default
+        try:
+            parsed = json.loads(value)
+        except (TypeError, ValueError):
+            self._bad(key, value, "JSON")
+            return default
+        if not isinstance(parsed, kind):
+            self._bad(key, value, f"a JSON {'list' if kind is list else 'object'}")
+            return default
+        return parsed
+
+
+_STATUSES = ("pass", "warn", "fail", "skip", "error")
+
+
+def _is_check(c: Any) -> bool:
+    """A check's result as a grade writes it (:meth:`assessor.labs.grading.Score.to_json`), in the types the
+    reports' documents require."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    return (
+        isinstance(c, dict)
+        and isinstance(c.get("check"), str)
+        and c.get("status") in _STATUSES
+        and isinstance(c.get("message"), str)
+        and all(number(c[k]) for k in ("points", "earned", "credit") if k in c)
+        and all(isinstance(c[k], str) for k in ("hint", "note", "check_hint", "role") if k in c)
+    )
+
+
 def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
+    r = _Row(row)
+    row_id = r.integer("id") or 0
+    flags_value = r.raw("flags")
     try:
-        flags = [str(f) for f in json.loads(row["flags"] or "[]")]
-    except ValueError:
-        flags = [f"flags unreadable: {row['flags']!r}"]
+        listed = json.loads(flags_value) if flags_value is not None else []
+    except (TypeError, ValueError):
+        listed = None
+    flags = [str(f) for f in listed] if isinstance(listed, list) else [f"flags unreadable: {flags_value!r}"]
+    checks = r.json("checks", list, [])
+    if not all(_is_check(c) for c in checks):
+        r.problems.append("checks holds entries that are not a check's result")
+        checks = [c for c in checks if _is_check(c)]
+    attempt = Attempt(
+        id=row_id,
+        candidate=r.text("candidate"),
+        lab_id=r.text("lab_id"),
+        lab_domain=r.text("lab_domain"),
+        lab_level=r.integer("lab_level") or 0,
+        lab_hash=r.text("lab_hash"),
+        target=r.text("target"),
+        host=r.text("host", null=True),
+        machine=r.text("machine"),
+        identity=r.json("identity", dict, {}),
+        graded_at=r.time("graded_at") or "",
+        started_at=r.time("started_at", null=True),
+        late=r.boolean("late"),
+        percent=r.number("percent"),
+        points=r.number("points"),
+        max_points=r.number("max_points"),
+        passed=r.boolean("passed"),
+        checks=checks,
+        start_id=r.integer("start_id", null=True),
+        flags=(),
+        hints_used=r.integer("hints_used", null=True),
+        time_taken_s=r.integer("time_taken_s", null=True),
+    )
+    if r.problems:
+        flags.append(f"{DB_EDITED}: attempts row {row_id}: {'; '.join(r.problems)}")
     if broken:
         flags.append(f"{DB_EDITED}: {broken}")
-    return Attempt(
-        id=row["id"],
-        candidate=row["candidate"],
-        lab_id=row["lab_id"],
-        lab_domain=row["lab_domain"],
-        lab_level=row["lab_level"],
-        lab_hash=row["lab_hash"],
-        target=row["target"],
-        host=row["host"],
-        machine=row["machine"],
-        identity=json.loads(row["identity"]),
-        graded_at=row["graded_at"],
-        started_at=row["started_at"],
-        late=bool(row["late"]),
-        percent=row["percent"],
-        points=row["points"],
-        max_points=row["max_points"],
-        passed=bool(row["passed"]),
-        checks=json.loads(row["checks"]),
-        start_id=row["start_id"],
-        flags=tuple(flags),
-        hints_used=row["hints_used"],
-        time_taken_s=row["time_taken_s"],
-    )
+    return replace(attempt, flags=tuple(flags))
 
 
 def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str | None = None) -> list[Attempt]:
@@ -714,6 +1115,12 @@ def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str
     if lab_id is not None:
         sql += " AND lab_id = ?"
         args.append(lab_id)
+    columns = _columns(conn, "attempts")
+    missing = [c for c in ("id", "candidate", "lab_id") if c not in columns]
+    if missing:
+        where = _db_file(conn) or "attempts database"
+        what = f"the attempts table has no {missing[0]} column" if columns else "no such table: attempts"
+        raise DatabaseError(f"{where}: {DB_EDITED}: {what}")
     breaks = {row_id: why for (table, row_id), why in chain_breaks(conn).items() if table == "attempts"}
     return [_attempt(r, breaks.get(r["id"])) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
 
@@ -828,8 +1235,6 @@ def record_grade(
     Returns the grade with ``recorded``, ``not_recorded_because``, ``flags`` and ``hints_used`` filled in.
     ``flags`` is the node's own tamper evidence; a ``lab solve`` on the target since the start adds one.
     """
-    from dataclasses import replace
-
     reason = why_not_recorded(
         start, candidate=candidate, lab_id=lab.id, target=target, identity=identity, design=lab.is_design
     )
@@ -837,6 +1242,10 @@ def record_grade(
     if start is not None and not lab.is_design:
         for solved in solves_since(conn, start.target, start.recorded_at):
             all_flags.append(f"reference solution applied on this node (`lab solve {solved}` after the start)")
+    if start is not None:
+        edited = _start_break(conn, start.id)  # e.g. its clock moved by hand, so the grade is not late
+        if edited is not None:
+            all_flags.append(f"{DB_EDITED}: its start: {edited}")
     all_flags = list(dict.fromkeys(all_flags))
     grade = replace(grade, flags=tuple(all_flags), hints_used=hints)
     if reason is not None:
@@ -957,7 +1366,7 @@ def open_start_on(conn: sqlite3.Connection, lab_id: str, target: str) -> Start |
         f" AND NOT EXISTS (SELECT 1 FROM closes c WHERE {_CLOSED}) ORDER BY id DESC LIMIT 1",
         (lab_id, target),
     ).fetchone()
-    return _start(row) if row else None
+    return _start(row, conn) if row else None
 
 
 def answer_was_graded(checks: list[dict[str, Any]]) -> bool:
@@ -978,7 +1387,7 @@ def ticket_grades(conn: sqlite3.Connection, candidate: str, lab_id: str) -> int:
     for row in rows:
         try:
             checks = json.loads(row[0])
-        except ValueError:
+        except (TypeError, ValueError):
             count += 1  # an unreadable row counts: a damaged record never buys another grade
             continue
         count += answer_was_graded(checks if isinstance(checks, list) else [])

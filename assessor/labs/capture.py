@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,47 @@ from assessor.labs.attempts import Identity
 from assessor.labs.model import Lab
 from assessor.targets import TargetOptions
 from assessor.targets.inventory import find_host
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a grade learns from the node in its one capture: the target as the user wrote it (``spec``), the
+    facts, which machine it is, the target as a start names it (:func:`target_key`) and the tamper evidence
+    the node carries (:func:`node_flags`). A design lab's answer is taken in the same shape: ``facts`` is the
+    answer, from no machine (``key`` ``design``)."""
+
+    spec: str
+    facts: Any  # NodeFacts, or a design lab's answer (Located)
+    identity: Identity
+    key: str
+    flags: tuple[str, ...] = ()
+
+
+def capture_node(
+    lab: Lab,
+    spec: str,
+    *,
+    timeout: float = 120.0,
+    options: TargetOptions | None = None,
+    inventory: str | None = None,
+) -> Captured:
+    """Everything a grade needs from the node ``spec``, in one visit: its facts (:func:`capture_facts`), then
+    what :func:`with_facts` adds to them."""
+    facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
+    return with_facts(facts, spec, inventory=inventory, options=options)
+
+
+def with_facts(
+    facts: NodeFacts, spec: str, *, inventory: str | None = None, options: TargetOptions | None = None
+) -> Captured:
+    """Facts captured from ``spec`` with the machine they came from, its key and its flags."""
+    ident = identity(facts, spec, inventory)
+    return Captured(spec, facts, ident, target_key(spec, inventory), tuple(node_flags(spec, inventory, options)))
+
+
+def answer_captured(answer: Any, spec: str) -> Captured:
+    """A design lab's answer (read from ``spec``, ``answer:FILE``), as a grade takes it in: no machine, no flags."""
+    return Captured(spec, answer, Identity(host=None), "design")
 
 
 def capture_facts(
@@ -27,11 +69,10 @@ def capture_facts(
     of its hosts, reached as the inventory says.
     """
     from assessor.capture import run as capture
-    from assessor.labs.grading import active_tests
     from assessor.parsers.assemble import facts_from_snapshot
     from assessor.targets import open_target
 
-    wanted = active_tests(lab)
+    wanted = lab.active_tests
     active: list[str] = []
     if "dcgm" in wanted:
         active.append(capture.dcgm_diag(lab.dcgm_level))

@@ -12,15 +12,15 @@ A lab with variants is set up, solved and reset on each host with its candidate'
 their own; the start's capture (identity and baseline) runs in the pool too.
 
 Planning the hosts, mapping candidates and summaries are pure functions; :func:`run_step`
-and :func:`grade` do the work, and every write to the attempts database goes through :func:`_record_start`
-and :func:`_record_grade`.
+and :func:`grade` do the work. A cohort's grade captures every host in the pool, then takes each later stage of
+a grade for all hosts at once (:func:`assessor.labs.grade.grade_all`); every start it writes goes through
+:func:`_record_start`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from assessor.errors import GpulabError, InputError
 from assessor.labs.drivers.ansible import HostOutcome
+from assessor.labs.next_steps import command as command  # the command lines the summaries suggest
 
 if TYPE_CHECKING:
     import sqlite3
@@ -141,6 +142,34 @@ def plan(
             )
         seen[h.candidate] = h.name
     return Cohort(inventory, limit, tuple(out))
+
+
+class OptionsConflict(InputError):
+    """Options that select the hosts of a cohort given with ones that name one node or one person: a usage
+    error, reported as the command's own (``gpulab lab ... --help`` says how each is meant)."""
+
+
+def is_cohort(
+    inventory: str | None,
+    target: str | None,
+    limit: str | None,
+    candidates_file: str | None,
+    candidate: str | None = None,
+) -> bool:
+    """Whether the options select a cohort: ``--inventory`` without ``--target`` (every selected host at once).
+    ``--limit`` or ``--candidates`` for one node, or ``--candidate`` for a cohort, is an :class:`OptionsConflict`."""
+    if not inventory or target:
+        if limit or candidates_file:
+            raise OptionsConflict(
+                "--limit and --candidates select the hosts of a cohort: give --inventory FILE without --target"
+            )
+        return False
+    if candidate:
+        raise OptionsConflict(
+            "--candidate names one person: a cohort's candidates come from each host's gpulab_candidate "
+            "in the inventory, or --candidates FILE"
+        )
+    return True
 
 
 def load(inventory: str, *, limit: str | None = None, candidates_file: str | None = None) -> Cohort:
@@ -364,42 +393,62 @@ def grade(
     without one is graded without it (its ticket checks are ``error``), a malformed one fails that host
     only, naming the file, line and key.
     """
-    from assessor.labs import attempts
     from assessor.labs import capture as labcapture
-    from assessor.labs.lifecycle import load_ticket
+    from assessor.labs import grade as one_pass
     from assessor.targets.ssh_connection import HostError
 
     check_lab(lab, cohort, "grade")
     if answers is not None and not lab.takes_answer:
         raise InputError(f"lab {lab.id} grades the node only: it reads no answer files (drop --answers)")
-    tickets: dict[str, Any] = {}
 
-    def capture(host: CohortHost) -> tuple[CohortHost, Any, str, str]:
+    def capture(host: CohortHost) -> tuple[CohortHost, Any, Any, str, str]:
         try:
             path = ticket_file(answers, host.candidate) if answers is not None else None
-            tickets[host.name] = load_ticket(lab, str(path)) if path is not None and path.is_file() else None
-            facts = labcapture.capture_facts(
+            ticket = one_pass.load_ticket(lab, str(path)) if path is not None and path.is_file() else None
+            captured = labcapture.capture_node(
                 lab, host.name, timeout=timeout, options=options, inventory=cohort.inventory
             )
         except HostError as exc:
-            return host, None, "unreachable", str(exc).removeprefix("unreachable: ")
+            return host, None, None, "unreachable", str(exc).removeprefix("unreachable: ")
         except GpulabError as exc:
-            return host, None, "failed", str(exc)
-        return host, facts, "graded", ""
+            return host, None, None, "failed", str(exc)
+        return host, captured, ticket, "graded", ""
 
-    def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, str, str]:
-        return host, None, "failed", f"internal error: {type(exc).__name__}: {exc}"
+    def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, Any, str, str]:
+        return host, None, None, "failed", f"internal error: {type(exc).__name__}: {exc}"
 
-    captured = _pooled(capture, list(cohort.hosts), forks, crashed)
-    out: list[HostGrade] = []
-    with attempts.opened(db) as conn:
-        for host, facts, status, message in captured:
-            if facts is None:
-                out.append(HostGrade(host, status, None, message))
-                continue
-            result = _record_grade(conn, lab, host, facts, cohort, tickets.get(host.name), options)
-            out.append(HostGrade(host, "graded", result))
-    return out
+    taken = _pooled(capture, list(cohort.hosts), forks, crashed)
+    graded = [(host.candidate, captured, ticket) for host, captured, ticket, _, _ in taken if captured is not None]
+    results = iter(one_pass.grade_all(lab, graded, db=db, one_connection=True))
+    return [
+        HostGrade(host, "graded", next(results)[0]) if captured is not None else HostGrade(host, status, None, message)
+        for host, captured, _, status, message in taken
+    ]
+
+
+def grade_inventory(
+    lab: Lab,
+    inventory: str,
+    *,
+    limit: str | None = None,
+    candidates_file: str | None = None,
+    answer: str | None = None,
+    answers: str | None = None,
+    options: TargetOptions | None = None,
+    db: str | None = None,
+    forks: int = 32,
+    timeout: float = 120.0,
+    out: str | None = None,
+) -> list[HostGrade]:
+    """`lab grade ID --inventory INV` without ``--target``: the cohort (:func:`load`), every host graded
+    (:func:`grade`), each grade kept in the gradebook ``out`` when given (:func:`write_gradebook`)."""
+    group = load(inventory, limit=limit, candidates_file=candidates_file)
+    if answer:
+        raise InputError("a cohort hands in one ticket per candidate: --answers DIR (DIR/<candidate>.yaml)")
+    grades = grade(lab, group, options, db=db, forks=forks, timeout=timeout, answers=answers)
+    if out:
+        write_gradebook(grades, out, lab_id=lab.id)
+    return grades
 
 
 def ticket_file(answers: str, candidate: str) -> Path:
@@ -425,33 +474,6 @@ def _record_start(
     lifecycle.record_started(
         conn, lab, host.name, candidate=host.candidate, options=options, inventory=cohort.inventory, captured=captured
     )
-
-
-def _record_grade(
-    conn: sqlite3.Connection,
-    lab: Lab,
-    host: CohortHost,
-    facts: Any,
-    cohort: Cohort,
-    ticket: Any = None,
-    options: TargetOptions | None = None,
-) -> Grade:
-    """Grade the host for its candidate (and their ``ticket``) against their start on that node, recorded
-    when it belongs to it (the single place a cohort writes a grade)."""
-    from assessor.labs import lifecycle
-
-    result, _failure = lifecycle.grade_captured(
-        lab,
-        facts,
-        candidate=host.candidate,
-        spec=host.name,
-        inventory=cohort.inventory,
-        conn=conn,
-        answer=ticket,
-        options=options,
-    )
-    grade: Grade = result
-    return grade
 
 
 def _crashed(host: CohortHost, exc: BaseException) -> HostOutcome:
@@ -578,18 +600,3 @@ def write_gradebook(grades: Sequence[HostGrade], out: str, *, lab_id: str, at: d
                 )
             )
     return written
-
-
-def command(*words: str | None, **options: str | bool | None) -> str:
-    """A complete gpulab command line, quoted for a POSIX shell: ``command("lab", "grade", "mig-301",
-    inventory="inv.yml", target="node01")`` -> ``gpulab lab grade mig-301 --inventory inv.yml --target node01``.
-
-    Options that are None or False are left out; True is a flag.
-    """
-    parts = ["gpulab", *(w for w in words if w)]
-    for key, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        parts += [flag] if value is True else [flag, str(value)]
-    return " ".join(shlex.quote(p) for p in parts)

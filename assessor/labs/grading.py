@@ -155,14 +155,8 @@ def with_hints_revealed(grade: Grade, revealed: int) -> Grade:
 
 
 def active_tests(lab: Lab) -> tuple[str, ...]:
-    """Which active tests a grade must run: ``nccl`` for nccl.* checks, ``dcgm`` for dcgm.diag."""
-    ids = {c.id for c in lab.checks}
-    out = []
-    if any(i.startswith("nccl.") for i in ids):
-        out.append("nccl")
-    if "dcgm.diag" in ids:
-        out.append("dcgm")
-    return tuple(out)
+    """Which active tests a grade must run (:attr:`~assessor.labs.model.Lab.active_tests`)."""
+    return lab.active_tests
 
 
 def relaxed(value: Any, factor: float) -> Any:
@@ -330,6 +324,33 @@ def grade_answer(
 ) -> Grade:
     """Grade a design lab from the candidate's answer."""
     return score(lab, answer_evaluator(answer), graded_at=graded_at, started_at=started_at)
+
+
+def evaluate(
+    lab: Lab,
+    captured: Any,
+    *,
+    graded_at: dt.datetime,
+    started_at: dt.datetime | None,
+    baseline: dict[str, float] | None = None,
+    answer: Located | dict[str, Any] | None = None,
+    extras: dict[str, Any] | None = None,
+    hints_revealed: int = 0,
+    ticket_grades: int | None = None,
+) -> Grade:
+    """The whole of a grade's scoring, pure: a design lab from its answer (``captured``), a node lab from its
+    facts against the start's ``baseline`` (and its ticket, ``answer``); ``extras`` (candidate, target, host)
+    kept with it; only the first ``hints_revealed`` hints shown; the lab's limit on answer grades applied
+    (``ticket_grades``: :func:`limit_ticket_grades`'s ``used``)."""
+    if lab.is_design:
+        result = grade_answer(lab, captured, graded_at=graded_at, started_at=started_at)
+    else:
+        result = grade_facts(
+            lab, captured, graded_at=graded_at, started_at=started_at, baseline=baseline, answer=answer
+        )
+    result.extras.update(extras or {})
+    result = with_hints_revealed(result, hints_revealed)
+    return limit_ticket_grades(result, lab, ticket_grades)
 
 
 # ---- how often an answer is graded ------------------------------------------------------------------------

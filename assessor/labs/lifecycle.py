@@ -16,8 +16,7 @@ reset re-images the node and closes every lab open on it.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from assessor.errors import GpulabError, InputError
@@ -502,52 +501,19 @@ def after_cohort_step(
     return lines
 
 
-def grade_and_record(
-    lab: Lab,
-    *,
-    candidate: str,
-    spec: str | None = None,
-    answer: str | None = None,
-    db: str | None = None,
-    options: TargetOptions | None = None,
-    inventory: str | None = None,
-    timeout: float = 120.0,
-) -> tuple[Any, Any]:
-    """``lab grade``: capture the node (or read the answer), grade against the open start, record it when
-    it belongs to that start. Returns the grade (always) and the DatabaseError that kept it from being
-    recorded, or None."""
-    from assessor.labs import capture as labcapture
+def grade_and_record(lab: Lab, **how: Any) -> tuple[Any, Any]:
+    """``lab grade``: :func:`assessor.labs.grade.grade_and_record` (a grade is no step of a lab's life; kept here
+    for callers that grade beside a start)."""
+    from assessor.labs import grade
 
-    if lab.is_design:
-        from assessor.labs import designs
-
-        if not answer:
-            raise InputError(
-                f"{lab.id} is a design lab: grade your answer file with --answer FILE "
-                f"(format: {lab.path / (lab.answer_example or '')})"
-            )
-        located = designs.load_answer(answer, [c.id for c in lab.checks])
-        return grade_captured(lab, located, candidate=candidate, spec=f"answer:{answer}", db=db)
-    if not spec:
-        raise InputError(f"`lab grade {lab.id}` needs --target (the node you worked on, e.g. mock:node.json)")
-    ticket = load_ticket(lab, answer)
-    facts = labcapture.capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
-    return grade_captured(
-        lab, facts, candidate=candidate, spec=spec, db=db, inventory=inventory, answer=ticket, options=options
-    )
+    return grade.grade_and_record(lab, **how)
 
 
 def load_ticket(lab: Lab, answer: str | None) -> Any:
-    """A node lab's ticket for the data centre, read and checked before the node is captured (InputError:
-    file, line, key); None when none was handed in (its checks are then ``error``). A lab that grades no
-    ticket refuses one, so nobody believes it was read."""
-    if answer is None:
-        return None
-    if not lab.answer_check_ids:
-        raise InputError(f"lab {lab.id} grades the node only: it reads no answer file (drop --answer {answer})")
-    from assessor.labs import designs
+    """:func:`assessor.labs.grade.load_ticket`."""
+    from assessor.labs import grade
 
-    return designs.load_answer(answer, lab.answer_check_ids)
+    return grade.load_ticket(lab, answer)
 
 
 def grade_captured(
@@ -562,83 +528,16 @@ def grade_captured(
     answer: Any = None,
     options: TargetOptions | None = None,
 ) -> tuple[Any, Any]:
-    """Grade what was captured (a node's facts, or a design lab's answer) for ``candidate`` against their
-    open start, and record it when it belongs to that start: the step after the capture, for one node or
-    each host of a cohort (``conn``: an open attempts database to use, else ``db`` is opened). ``answer``
-    is a node lab's ticket (:func:`load_ticket`).
-
-    Returns the grade, always, with ``recorded``, ``flags``, ``hints_used`` filled in, and the
-    DatabaseError that kept it from being recorded, or None.
-    """
-    from dataclasses import replace
-
-    from assessor.labs import attempts, grading
+    """Grade facts (or a design lab's answer) captured by the caller: :func:`assessor.labs.grade.grade_captured`
+    once they are taken in as a capture would take them."""
     from assessor.labs import capture as labcapture
-    from assessor.labs.loader import pick_variant, with_variant
+    from assessor.labs import grade
 
     if lab.is_design:
-        ident, key, flags = attempts.Identity(host=None), "design", []
+        taken = labcapture.answer_captured(captured, spec)
     else:
-        ident = labcapture.identity(captured, spec, inventory)
-        key, flags = labcapture.target_key(spec, inventory), labcapture.node_flags(spec, inventory, options)
-    failure: attempts.DatabaseError | None = None
-    begun = None
-    hints = 0
-    used: int | None = None  # earlier answer grades of this lab by this candidate (the lab limits them)
-    try:
-        with _connection(conn, db) as c:
-            begun = attempts.open_start(c, candidate, lab.id)
-            hints = attempts.hints_used(c, candidate, lab.id, begun.id if begun else None)
-            used = attempts.ticket_grades(c, candidate, lab.id)
-            if lab.takes_answer and begun is not None and attempts.design_solved(c, lab.id, candidate, begun):
-                what = "answer" if lab.is_design else "ticket"
-                flags.append(f"reference {what} of {lab.id} shown to {candidate} (`lab solve`) after the start")
-    except attempts.DatabaseError as exc:
-        failure = exc
-    # graded against the candidate's variant of the lab, as their start set the node up
-    lab = with_variant(lab, begun.variant if begun else pick_variant(lab, candidate))
-    now = attempts.now()
-    started = begun.started_at if begun else None
-    if lab.is_design:
-        result = grading.grade_answer(lab, captured, graded_at=now, started_at=started)
-    else:
-        baseline = begun.baseline if begun else None
-        result = grading.grade_facts(lab, captured, graded_at=now, started_at=started, baseline=baseline, answer=answer)
-    result.extras.update({"candidate": candidate, "target": spec, "host": ident.host, "lab_sha256": lab.digest})
-    result = grading.with_hints_revealed(result, hints)
-    # an answer is graded only when the grade counts (else repeated grading would be an oracle), and only
-    # within the lab's limit of answer grades
-    counted = failure is None and (
-        attempts.why_not_recorded(
-            begun, candidate=candidate, lab_id=lab.id, target=key, identity=ident, design=lab.is_design
-        )
-        is None
-    )
-    result = grading.limit_ticket_grades(result, lab, used if counted else None)
-    if failure is None:
-        try:
-            with _connection(conn, db) as c:
-                result = attempts.record_grade(
-                    c,
-                    result,
-                    lab=lab,
-                    candidate=candidate,
-                    target=key,
-                    identity=ident,
-                    start=begun,
-                    flags=flags,
-                    hints=hints,
-                )
-        except attempts.DatabaseError as exc:
-            failure = exc
-    if failure is not None:
-        result = replace(
-            result,
-            flags=tuple(dict.fromkeys(flags)),
-            recorded=False,
-            not_recorded_because=f"the attempts database could not be used ({failure})",
-        )
-    return result, failure
+        taken = labcapture.with_facts(captured, spec, inventory=inventory, options=options)
+    return grade.grade_captured(lab, taken, candidate=candidate, db=db, conn=conn, ticket=answer)
 
 
 def record_started(
@@ -678,14 +577,3 @@ def record_started(
         baseline=baseline,
         variant=pick_variant(lab, candidate),
     )
-
-
-@contextlib.contextmanager
-def _connection(conn: Any, db: str | None) -> Iterator[Any]:
-    from assessor.labs import attempts
-
-    if conn is not None:
-        yield conn
-        return
-    with attempts.guarded(db) as opened:
-        yield opened

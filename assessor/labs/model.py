@@ -145,6 +145,17 @@ class Lab:
         return [c.id for c in self.checks if c.grades_answer]
 
     @property
+    def active_tests(self) -> tuple[str, ...]:
+        """Which active tests a capture for this lab runs: ``nccl`` for nccl.* checks, ``dcgm`` for dcgm.diag."""
+        ids = {c.id for c in self.checks}
+        out = []
+        if any(i.startswith("nccl.") for i in ids):
+            out.append("nccl")
+        if "dcgm.diag" in ids:
+            out.append("dcgm")
+        return tuple(out)
+
+    @property
     def readme(self) -> Path:
         return self.path / "README.md"
 

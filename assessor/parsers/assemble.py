@@ -56,7 +56,12 @@ def facts_from_snapshot(snap: Snapshot) -> NodeFacts:
                 problem = f"{name}: nvidia-smi failed: {failure}"
         if problem is None and source.text is not None:
             reconcile = [(f, _RECONCILE[f]) for f in spec.fields if f in _RECONCILE and getattr(facts, f) is not None]
-            if _already_known(facts, spec.fields) and not reconcile:
+            # /proc/driver/nvidia/version is the one source that says open or proprietary kernel module
+            # (GPUDirect RDMA through DMA-BUF needs the open one): read it even when NVML gave the version.
+            open_flag_unknown = spec.name == "driver-version" and (
+                facts.driver is None or facts.driver.open_kernel_module is None
+            )
+            if _already_known(facts, spec.fields) and not reconcile and not open_flag_unknown:
                 continue  # a higher-priority source (nvml.json) gave all of it
             try:
                 partial = parse(spec.name, source.text, source=name)

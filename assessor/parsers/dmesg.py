@@ -64,6 +64,21 @@ _PCIE_LIMITED = re.compile(
 _NOT_PERMITTED = re.compile(r"^dmesg: read kernel buffer failed", re.I)
 # Every event line holds one of these words (the multi-line form starts on an NVRM line).
 _EVENT_WORDS = re.compile(r"NVRM|SXid|PCIe bandwidth|dmesg:")
+# What marks a line of a kernel log (see _require_kernel_log): a kernel time stamp or prefix at its start ...
+_KERNEL_SHAPE = re.compile(
+    r"<\d{1,3}>|\d{1,3},\d{1,20},\d{1,20},[^;]{0,16};"  # dmesg -r, /dev/kmsg
+    r"|\[\s{0,12}[+-]?\d{1,10}\.\d{1,9}\s{0,2}\]"  # dmesg [ 1843.308145], dmesg -e [  +0.000012]
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\]"  # dmesg -T
+    r"|\[[A-Z][a-z]{2}\d{1,2} \d{2}:\d{2}\]"  # dmesg -e
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d{6}[+-]\d{2}:\d{2} "  # dmesg --time-format iso
+    r"|\S{1,40}\s{1,4}\d{1,2}\s{1,2}\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?\s{1,4}[\w.-]{1,253}\s{1,4}kernel:"  # journal
+    r"|\d{4}-\d{2}-\d{2}T\S{1,40}\s{1,4}[\w.-]{1,253}\s{1,4}kernel:"  # journalctl -o short-iso
+    r"|(?:[\w.-]{1,253}:\s{1,8})?kern\s{0,8}:\s{0,8}[a-z]{1,8}\s{0,8}:"  # dmesg -x
+)
+# ... or the NVIDIA driver's and the boot banner's words anywhere (dmesg -t prints no stamp).
+_KERNEL_WORDS = ("NVRM: ", "SXid (", "Linux version ")
+_SHAPE_LINES = 10_000
+_HTML = re.compile(r"<(?:!doctype|html|head|body|\?xml)\b", re.I)
 _CONTINUATION_LOOKAHEAD = 4  # the multi-line message spans three lines in all drivers seen
 
 
@@ -72,6 +87,7 @@ def parse(text: str) -> NodeFacts:
     if not text.strip():
         raise ParseError("empty kernel log: a booted kernel always logs something, so the capture failed")
     lines = clean_lines(text, log_prefixes=False)
+    _require_kernel_log(lines)
     events: list[KernelEvent] = []
     consumed: set[int] = set()  # continuation lines already folded into a multi-line event
     for index, raw in enumerate(lines):
@@ -90,6 +106,34 @@ def parse(text: str) -> NodeFacts:
         if event is not None:
             events.append(event)
     return NodeFacts(kernel_events=events)
+
+
+def _require_kernel_log(lines: list[str]) -> None:
+    """ParseError unless some line has a kernel log's shape: a kernel time stamp or prefix, or a line of
+    the NVIDIA driver (NVRM, SXid) or of the kernel's boot banner.
+
+    A file that is not a kernel log ("hello world", a web server's 404 page, megabytes of one letter) holds
+    no Xid because it holds no kernel events at all: it is no evidence of a healthy GPU, so ``gpu.xid``
+    says ``error`` with this reason instead of passing. A real log without Xid lines still passes. Only the
+    first 10,000 lines are looked at: every line of a kernel log has the shape, and a log that only starts
+    further down is an error, never a pass.
+    """
+    for number, raw in enumerate(lines[:_SHAPE_LINES], 1):
+        line = raw.strip()
+        if line and (_KERNEL_SHAPE.match(line) or any(word in line for word in _KERNEL_WORDS)):
+            return
+        if _NOT_PERMITTED.match(line):  # dmesg_restrict: the log could not be read at all
+            raise ParseError(f"the kernel log could not be read: {line}", line=number)
+    first = next((line.strip() for line in lines if line.strip()), "")
+    count = sum(1 for line in lines[:_SHAPE_LINES] if line.strip())
+    which = f"first {count:,}" if len(lines) > _SHAPE_LINES else f"{count:,}"
+    shown = repr(first if len(first) <= 60 else first[:57] + "...")
+    what = "an HTML page (a web server's answer?)" if _HTML.match(first) else f"text starting {shown}"
+    raise ParseError(
+        f"not a kernel log: none of the {which} line(s) read has a kernel log's time stamp or prefix "
+        "([ 12.345678], [Sun Feb 23 16:24:18 2025], 'Nov 14 10:00:00 host kernel:', <4>) or a line of the "
+        f"NVIDIA driver (NVRM); it is {what}, so it is no evidence about Xid errors: capture `dmesg` again"
+    )
 
 
 def split_prefix(line: str) -> tuple[str | None, str]:

@@ -37,6 +37,10 @@ _NVLS_CHANNELS = re.compile(r"\b(\d+) nvls channels")
 _NIC_INDEX = re.compile(r"^\d+(?:\(\d+\))?$")
 # The HPC-X / SHARP plugin names its IB transport IBext, IBext_v8, ...: it is still InfiniBand verbs.
 _IB_PLUGIN = re.compile(r"^IBext(?:_v\d+)?$")
+# "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0" and "... (nvidia-peermem) enabled ...":
+# NCCL's net_ib says which kernel path lets the HCA reach GPU memory (one line per HCA and path).
+_GDR_PATH = re.compile(r"NCCL INFO NET/IB\w* : GPU Direct RDMA \(([\w-]{1,32})\) enabled")
+_DMABUF_ENV = re.compile(r"NCCL INFO NCCL_DMABUF_ENABLE set by environment to (\S+)")
 
 
 # "gpu01:124172:124172 [0] NCCL INFO ...", after an optional mpirun rank tag; the host is group 1.
@@ -102,6 +106,10 @@ def parse_debug_lines(lines: Iterable[str]) -> NcclDebug:
             if gdr is not None:
                 net_channels = True
                 debug.gdrdma = bool(debug.gdrdma) or gdr
+        elif m := _GDR_PATH.search(line):
+            _add(debug.gdr_paths, m.group(1))
+        elif m := _DMABUF_ENV.search(line):
+            debug.dmabuf_enable = m.group(1).rstrip(".")
         elif m := _NETWORK.search(line):
             if debug.network is None:
                 debug.network = m.group(1).strip() or None

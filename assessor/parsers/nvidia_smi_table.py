@@ -108,7 +108,8 @@ def parse(text: str) -> NodeFacts:
             if i == last:
                 continue  # the paste ends inside this row
             raise ParseError(f"cannot read this nvidia-smi table row ({exc}): {line[:80]!r}", line=number) from None
-    seen_box = bool(box or header_box or gpus or processes or mig_devices) or any("Processes:" in x for x in lines)
+    joined = "\n".join(lines)  # one scan of what was read, not a generator over a million lines
+    seen_box = bool(box or header_box or gpus or processes or mig_devices) or "Processes:" in joined
     if driver is None and not seen_box:
         raise_on_failure(text)
         first_line = next((i for i, raw in enumerate(lines, start=1) if raw.strip()), 1)
@@ -118,7 +119,7 @@ def parse(text: str) -> NodeFacts:
         # An excerpt holding only the process box says nothing about the GPU list.
         gpus=gpus if gpus or driver is not None else None,
         mig_devices=mig_devices or None,
-        gpu_processes=processes if any(x for x in lines if "Processes" in x) else None,
+        gpu_processes=processes if "Processes" in joined else None,
     )
 
 

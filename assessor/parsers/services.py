@@ -135,6 +135,8 @@ def _parse_status(lines: list[str]) -> list[Service]:
     reasons: list[tuple[str | None, str]] = []  # (unit or None, message), in journal order
     for raw in lines:
         line = raw.strip()
+        if ":" not in line and "." not in line:
+            continue  # every line read below names a unit ("x.service") or is "Key: ..." / "comm[pid]: ..."
         if m := _STATUS_HEADER.match(line):
             current = unit(m["unit"])
         elif m := _NOT_FOUND.match(line):

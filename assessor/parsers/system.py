@@ -75,9 +75,20 @@ def _unquote(value: str, number: int) -> str:
     return value
 
 
+# ``uname -a`` (or ``uname -s -r``) starts with the kernel's name; ``uname -r`` alone is a release.
+_UNAME = re.compile(
+    r"^(?:(?:Linux|GNU|Darwin|FreeBSD|NetBSD|OpenBSD|DragonFly|SunOS|AIX|HP-UX|CYGWIN\S*|MINGW\S*|MSYS\S*)(?:\s|$)"
+    r"|\d+\.\d+(?:\.\d+)?\S*$)"
+)
+
+
 def parse_uname(text: str) -> NodeFacts:
-    """``uname -a`` output: its first non-blank line, stripped."""
-    line = next((line.strip() for line in clean_lines(text) if line.strip()), None)
+    """``uname -a`` output: its first non-blank line, stripped. A line that is not uname's (it names no
+    kernel such as ``Linux``, and is no bare release) is a ParseError: it says nothing of the node."""
+    number, line = next(((n, line.strip()) for n, line in enumerate(clean_lines(text), 1) if line.strip()), (0, None))
     if line is None:
         raise ParseError("empty uname output")
+    if not _UNAME.match(line):
+        shown = line if len(line) <= 60 else line[:57] + "..."
+        raise ParseError(f"not uname output: it starts {shown!r}, not a kernel name such as Linux", line=number)
     return NodeFacts(uname=line)

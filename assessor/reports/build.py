@@ -122,10 +122,10 @@ def read_candidates(path: str) -> tuple[list[str], dict[str, dict[str, str]]]:
 
         members = roster.read(path)
         return [m.candidate for m in members], {m.candidate: m.identity for m in members if m.identity}
+    from assessor.content import MAX_YAML_BYTES, read_text
+
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_text(path, limit=MAX_YAML_BYTES, what="a candidates file").splitlines()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text: {exc.reason}") from None
     return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")], {}

@@ -231,7 +231,7 @@ def read_inputs(paths: list[str]) -> Inputs:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.json") if p.is_file() and p.name != "meta.json")
+            found = gradebook_files(path)
             if not found:
                 raise InputError(f"{path}: no .json results or grades in this directory")
             for p in found:
@@ -248,13 +248,59 @@ def read_inputs(paths: list[str]) -> Inputs:
     return out
 
 
+# A gradebook is DIR/<lab>/<candidate>/<entry>.json (a fleet's snapshots DIR/<host>/): far fewer levels and
+# files than these bounds, which a folder must keep to be walked at all (checked while walking, one level at
+# a time, so a folder 1,200 levels deep is refused at level 17, never a RecursionError).
+MAX_FOLDER_DEPTH = 16
+MAX_FOLDER_FILES = 200_000
+
+
+def gradebook_files(root: Path) -> list[Path]:
+    """The ``*.json`` files under ``root`` (``meta.json`` aside), sorted; links to folders are not followed.
+
+    InputError (naming the folder and the bound) for folders nested more than :data:`MAX_FOLDER_DEPTH`
+    levels or holding more than :data:`MAX_FOLDER_FILES` JSON files."""
+    import os
+
+    found: list[Path] = []
+    pending: list[tuple[str, int]] = [(str(root), 0)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            raise InputError(f"{folder}: cannot read the folder: {exc.strerror or exc}") from None
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth + 1 > MAX_FOLDER_DEPTH:
+                        raise InputError(
+                            f"{entry.path}: folders nested more than {MAX_FOLDER_DEPTH} levels below {root}: "
+                            "refused (a gradebook is DIR/<lab>/<candidate>/<grade>.json)"
+                        )
+                    pending.append((entry.path, depth + 1))
+                elif entry.name.endswith(".json") and entry.name != "meta.json" and entry.is_file():
+                    found.append(Path(entry.path))
+            except OSError:
+                continue  # gone, or a link to nothing: not an input
+            if len(found) > MAX_FOLDER_FILES:
+                raise InputError(f"{root}: more than {MAX_FOLDER_FILES:,} JSON files: refused")
+    return sorted(found)
+
+
 def _read_json(path: Path, out: Inputs, *, strict: bool) -> None:
+    from assessor.content import MAX_DOCUMENT_BYTES, read_bytes
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        # the size is checked before anything is read: a 1 GB file in a gradebook is one line of error
+        doc = json.loads(read_bytes(path, limit=MAX_DOCUMENT_BYTES, what="a report input").decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deep to be a gpulab document: refused") from None
     kind = kind_of(doc)
     if kind is None:
         if strict:
@@ -264,6 +310,8 @@ def _read_json(path: Path, out: Inputs, *, strict: bool) -> None:
         validate(doc, kind)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deep to be a gpulab document: refused") from None
     if kind == "results":
         out.results.append(doc)
     elif kind == "grade":

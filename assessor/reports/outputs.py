@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
+from assessor.neutralise import json_document
 
 
 def _write(path: str, text: str) -> str:
@@ -45,7 +45,7 @@ def write_all(
     validate(doc, "results")
     written = []
     if json_file:
-        written.append(_write(json_file, json.dumps(doc, indent=2, ensure_ascii=False) + "\n"))
+        written.append(_write(json_file, json_document(doc) + "\n"))
     if junit_file:
         written.append(_write(junit_file, junit.render(doc)))
     if markdown_file:

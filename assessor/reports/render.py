@@ -2,7 +2,8 @@
 ``reports/templates/``, CSV through the csv module, JUnit through :mod:`assessor.reports.junit`, JSON as is.
 
 Every value a template prints passes through the format's neutraliser (``finalize``): HTML autoescapes and
-shows control characters as escapes; Markdown escapes pipes, HTML and emphasis. A template cannot forget.
+shows invisible characters as escapes; Markdown escapes pipes, HTML and emphasis and defangs bare URLs;
+JSON escapes what a terminal would hide. A template cannot forget (:mod:`assessor.neutralise`).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def render(
             f"--lms {lms} is a layout of the cohort gradebook CSV: `gpulab report cohort ... -f csv --lms {lms}`"
         )
     if fmt == "json":
-        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        return safe.json_document(doc) + "\n"
     if fmt == "csv":
         from assessor.reports import csvout
 

@@ -14,6 +14,8 @@ from assessor.assess.profiles import Profile
 from assessor.checks.result import STATUSES, TargetResults
 from assessor.neutralise import visible
 
+NOTES_SHOWN = 20  # notes printed per host; the rest are counted (every one is in the JSON results)
+
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim", "error": "bold magenta"}
 
 
@@ -33,6 +35,14 @@ def data(value: Any, style: str = "") -> Any:
     return Text(visible("" if value is None else value), style=style)
 
 
+def summarised(notes: list[str], limit: int = NOTES_SHOWN) -> list[str]:
+    """The first ``limit`` notes, then ``… and N more`` for the rest: a snapshot of 100,000 pasted files
+    prints a dozen lines, not 100,000."""
+    if len(notes) <= limit:
+        return list(notes)
+    return [*notes[:limit], f"… and {len(notes) - limit:,} more (all of them in the JSON results)"]
+
+
 def table(targets: list[TargetResults], profile: Profile) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -44,9 +54,8 @@ def table(targets: list[TargetResults], profile: Profile) -> None:
         )
         if target.error is not None:
             out.print(Text.assemble(("ERROR ", "bold magenta"), title, ": ", data(target.error)))
-        for note in target.notes:
+        for note in summarised(target.notes):
             out.print(Text.assemble(("NOTE ", "bold yellow"), title, ": ", data(note)))
-            continue
         grid = Table(title=title, title_justify="left", expand=False, show_lines=False)
         grid.add_column("status", no_wrap=True)
         grid.add_column("check", no_wrap=True)

@@ -12,7 +12,10 @@ What the simulated node honours:
 - ``/etc/modprobe.d``: ``blacklist NAME`` keeps a module from loading at boot; without the nouveau
   blacklist the boot binds the GPUs to nouveau and the NVIDIA driver does not load.
 - ``/etc/nccl.conf`` and ``~/.nccl.conf`` (``NCCL_CONF_FILE``): :func:`nccl_settings`.
-- The fabric manager's config must exist for it to start (once its package directory is in the root).
+- The fabric manager's config must exist for it to start (once its package directory is in the root); the
+  config it reads is the one its unit's ``ExecStart`` names (``-c PATH``, a drop-in under
+  ``/etc/systemd/system/nvidia-fabricmanager.service.d/`` may name another), and its ``TOPOLOGY_FILE_PATH``
+  must hold the board's topology file, or it exits logging ``failed to open fabric topology file PATH``.
 - ``--no-persistence-mode`` in a ``nvidia-persistenced.service`` drop-in: the daemon runs without turning
   persistence mode on.
 
@@ -39,6 +42,10 @@ NCCL_CONF = "/etc/nccl.conf"
 MODPROBE_D = "/etc/modprobe.d"
 FABRIC_MANAGER_CFG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
 PERSISTENCED_DROP_IN = "/etc/systemd/system/nvidia-persistenced.service.d/override.conf"
+FABRIC_MANAGER_DROP_IN_DIR = "/etc/systemd/system/nvidia-fabricmanager.service.d"
+FABRIC_MANAGER_TOPOLOGY_DIR = "/usr/share/nvidia/nvswitch"  # where the package installs the topology files
+# The topology file the fabric manager package ships for each NVSwitch baseboard generation.
+FABRIC_MANAGER_TOPOLOGY = {"Ampere": "dgxa100_hgxa100_topology", "Hopper": "dgxh100_hgxh100_topology"}
 
 
 def root_for_state(state_path: str | os.PathLike[str]) -> Path:
@@ -280,7 +287,53 @@ def fabric_manager_configured(root: Path | None) -> bool:
     """
     if root is None or _inside(root, FABRIC_MANAGER_CFG.rsplit("/", 1)[0]) is None:
         return True
-    return read_config(root, FABRIC_MANAGER_CFG) is not None
+    return read_config(root, fabric_manager_config_path(root)) is not None
+
+
+def drop_in_files(root: Path | None, unit: str) -> list[str]:
+    """Node paths of the ``*.conf`` drop-ins of ``unit`` under ``/etc/systemd/system/UNIT.d``, sorted."""
+    return list_config(root, f"/etc/systemd/system/{unit}.d")
+
+
+def fabric_manager_config_path(root: Path | None) -> str:
+    """The config file the fabric manager's unit starts it with: the last ``ExecStart=`` of its drop-ins that
+    names one (``-c PATH``), else the package's own."""
+    path = FABRIC_MANAGER_CFG
+    for drop_in in drop_in_files(root, "nvidia-fabricmanager.service"):
+        for raw in (read_config(root, drop_in) or "").splitlines():
+            key, _, value = raw.strip().partition("=")
+            words = value.split()
+            if key.strip() == "ExecStart" and "-c" in words[:-1]:
+                path = words[words.index("-c") + 1]
+    return path
+
+
+def fabric_manager_error(root: Path | None, state: NodeState) -> str | None:
+    """What the fabric manager logs as it exits on its own configuration, or None when it would start.
+
+    A ``TOPOLOGY_FILE_PATH`` without the board's topology file is the fabric manager's
+    ``failed to open fabric topology file %s`` (FM_LOG_ERROR and FM_SYSLOG_ERR in its fabric parser, so in
+    fabricmanager.log and the journal; reported on HGX H100/H200 in NVIDIA/nvrc#203). Only a root that holds
+    the package's directory is judged, as :func:`fabric_manager_configured` does.
+    """
+    if root is None or _inside(root, FABRIC_MANAGER_TOPOLOGY_DIR) is None:
+        return None
+    text = read_config(root, fabric_manager_config_path(root))
+    if text is None:
+        return None  # no config at all: fabric_manager_configured says so
+    directory = FABRIC_MANAGER_TOPOLOGY_DIR
+    for raw in text.splitlines():
+        key, _, value = raw.split("#", 1)[0].strip().partition("=")
+        if key.strip() == "TOPOLOGY_FILE_PATH":
+            directory = value.strip() or directory
+    boards = [FABRIC_MANAGER_TOPOLOGY[g.architecture] for g in state.gpus if g.architecture in FABRIC_MANAGER_TOPOLOGY]
+    name = boards[0] if boards else None
+    if name is None:
+        return None
+    topology = f"{directory.rstrip('/')}/{name}"
+    if directory.rstrip("/") == FABRIC_MANAGER_TOPOLOGY_DIR or read_config(root, topology) is not None:
+        return None
+    return f"failed to open fabric topology file {topology}"
 
 
 def persistenced_sets_persistence(root: Path | None) -> bool:

@@ -9,6 +9,11 @@ the node's fixture, so a repaired node is a healthy one again.
 
 Options name the device: ``gpu`` (NVML index), ``ca`` (an HCA name such as ``mlx5_3``); each fault
 picks a sensible default when none is given.
+
+A fault whose cause lives on the node's disk (a configuration a daemon fails on) also writes that cause into
+the node's files when it is injected into a state file with files of its own (:func:`inject`), and takes it
+away again on :func:`repair`: a reboot does not clear such a fault, and the daemon logs the cause each time it
+fails on it, as the real one does.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
@@ -25,6 +31,7 @@ from assessor.sim.state import GpuProcess, GpuState, IbHcaState, NodeState, Serv
 from assessor.sim.tools.system import append_kernel_log
 
 FaultFunc = Callable[..., None]
+DiskFunc = Callable[[NodeState, Path], None]  # writes (or removes) a fault's cause in the node's files
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,8 @@ class Fault:
     check: str  # the catalogue check id this fault makes fail; "" for a condition (no check fails on it)
     _apply: FaultFunc
     _revert: FaultFunc | None = None
+    _cause: DiskFunc | None = None  # the cause on the node's disk, written on inject
+    _cure: DiskFunc | None = None  # and taken away on repair
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -56,6 +65,16 @@ class Fault:
             raise InputError(f"fault {self.name} cannot be reverted by a state change: reset or reboot the node")
         self._check_options(options)
         self._revert(state, **options)
+
+    def write_cause(self, state: NodeState, root: Path) -> None:
+        """Write the fault's cause into the node's files under ``root`` (nothing for a fault without one)."""
+        if self._cause is not None:
+            self._cause(state, root)
+
+    def remove_cause(self, state: NodeState, root: Path) -> None:
+        """Take the fault's cause out of the node's files under ``root``."""
+        if self._cure is not None:
+            self._cure(state, root)
 
     def _check_options(self, options: dict[str, Any]) -> None:
         unknown = sorted(set(options) - set(self.options))
@@ -423,6 +442,41 @@ def _fabric_manager_started(state: NodeState) -> None:
             g.fabric_state, g.fabric_status = "Completed", "Success"
 
 
+# Why the fabric manager fails, on the node's disk: a drop-in left from a test starts it with a copy of its
+# config whose TOPOLOGY_FILE_PATH names a folder without the board's topology file. The fabric manager then
+# exits at every start, at boot too, logging "failed to open fabric topology file PATH" (its fabric parser's
+# FM_LOG_ERROR/FM_SYSLOG_ERR; seen on HGX H100/H200 in NVIDIA/nvrc#203), until the config or the drop-in is put
+# right: a restart or a reboot alone does not bring it back.
+FM_TEST_CFG = "/etc/nvidia-fabricmanager/fabricmanager.cfg"
+FM_TEST_TOPOLOGY_PATH = "/opt/nvidia/nvswitch"
+FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/override.conf"
+
+
+def fabric_manager_test_drop_in() -> str:
+    return (
+        f"# fabric manager test config\n[Service]\nExecStart=\nExecStart=/usr/bin/nv-fabricmanager -c {FM_TEST_CFG}\n"
+    )
+
+
+def _fabric_manager_cause(state: NodeState, root: Path) -> None:
+    from assessor.sim.config_root import FABRIC_MANAGER_CFG, default_files, read_config, write_node_file
+
+    shipped = read_config(root, FABRIC_MANAGER_CFG) or default_files(state).get(FABRIC_MANAGER_CFG, "")
+    lines = [
+        f"TOPOLOGY_FILE_PATH={FM_TEST_TOPOLOGY_PATH}" if line.startswith("TOPOLOGY_FILE_PATH=") else line
+        for line in shipped.splitlines()
+    ]
+    write_node_file(root, FM_TEST_CFG, "\n".join(lines) + "\n")
+    write_node_file(root, FM_DROP_IN, fabric_manager_test_drop_in())
+
+
+def _fabric_manager_cause_gone(state: NodeState, root: Path) -> None:
+    for node_path in (FM_DROP_IN, FM_TEST_CFG):
+        target = root / node_path.lstrip("/")
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+
+
 def _newer(version: str) -> str:
     """A later release of the same branch: 535.129.03 -> 535.161.03."""
     parts = version.split(".")
@@ -625,10 +679,13 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "fabric-manager-stopped",
-            "nvidia-fabricmanager failed: fabric In Progress, CUDA 'system not yet initialized'",
+            "nvidia-fabricmanager failed on a test config a drop-in starts it with (a topology path without the "
+            "topology file; logged at every start): fabric In Progress, CUDA 'system not yet initialized'",
             "fabric.state",
             _fabric_manager_stopped,
             _fabric_manager_started,
+            _fabric_manager_cause,
+            _fabric_manager_cause_gone,
         ),
         Fault(
             "driver-mismatch",
@@ -721,7 +778,7 @@ def get(name: str) -> Fault:
 
 def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
     """Apply fault ``name`` to the state file at ``path`` (locked read-modify-write); a one-line report."""
-    from assessor.sim.config_root import root_for_state, sync_nccl_conf
+    from assessor.sim.config_root import populated, root_for_state, sync_nccl_conf
     from assessor.sim.state import updating
 
     fault = get(name)
@@ -729,7 +786,10 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         before = dict(state.nccl_env)
         fault.apply(state, **options)
         host = state.host
-        sync_nccl_conf(root_for_state(path), before, state.nccl_env)
+        root = root_for_state(path)
+        sync_nccl_conf(root, before, state.nccl_env)
+        if populated(root):
+            fault.write_cause(state, root)
     shown = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
     effect = f"{fault.check} should now fail" if fault.check else fault.description
     return f"{name} injected into {host} ({path}){f' with {shown}' if shown else ''}: {effect}"
@@ -737,13 +797,16 @@ def inject(path: str | os.PathLike[str], name: str, **options: Any) -> str:
 
 def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
     """Revert fault ``name`` in the state file at ``path``; a one-line report."""
-    from assessor.sim.config_root import root_for_state, sync_nccl_conf
+    from assessor.sim.config_root import populated, root_for_state, sync_nccl_conf
     from assessor.sim.state import updating
 
     fault = get(name)
     with updating(path) as state:
         before = dict(state.nccl_env)
+        root = root_for_state(path)
+        if populated(root):
+            fault.remove_cause(state, root)
         fault.revert(state, **options)
         host = state.host
-        sync_nccl_conf(root_for_state(path), before, state.nccl_env)
+        sync_nccl_conf(root, before, state.nccl_env)
     return f"{name} reverted on {host} ({path})"

@@ -8,7 +8,9 @@ the same fixture always gives the same node; a node given another host name (``s
 identities of its own, derived from that name. The numbers come from real systems; each file's ``_sources``
 says where from.
 
-Optional fields of a data file: ``clock`` (``{"boot_time": ISO, "uptime_s": seconds}``), ``processes``
+Optional fields of a data file: ``machine`` (``uname -m``, default ``x86_64``; ``aarch64`` on Grace),
+``gpu.fabric_clique_id`` and ``gpu.fabric_cluster_uuid`` (a GB200 NVL72 tray's NVLink domain), ``clock``
+(``{"boot_time": ISO, "uptime_s": seconds}``), ``processes``
 (compute processes: ``{"gpu": 0, "pid": 4242, "name": "python3", "used_memory_mib": 1024, "unit": ...}``)
 and ``daemons_hold_gpus`` (see :mod:`assessor.sim.gpu_clients`).
 """
@@ -165,7 +167,8 @@ def _gpus(spec: dict[str, Any], fixture: str) -> list[GpuState]:
                 mig_supported=model.get("mig_supported", False),
                 fabric_state="Completed" if model.get("nvswitch_fabric") else None,
                 fabric_status="Success" if model.get("nvswitch_fabric") else None,
-                fabric_clique_id=0 if model.get("nvswitch_fabric") else None,
+                fabric_clique_id=model.get("fabric_clique_id", 0) if model.get("nvswitch_fabric") else None,
+                fabric_cluster_uuid=model.get("fabric_cluster_uuid") if model.get("nvswitch_fabric") else None,
             )
         )
     return gpus
@@ -235,14 +238,15 @@ def _kernel_log(spec: dict[str, Any], state: NodeState) -> list[str]:
         emit(f"mlx5_core {hca.bus_id}: Port module event: module 0, Cable plugged", 0.0213)
     t = 5.2
     emit("nvidia: loading out-of-tree module taints kernel.")
-    emit("nvidia: module license 'NVIDIA' taints kernel.")
+    if not drv.open_kernel_module:  # the open modules are Dual MIT/GPL: no licence taint
+        emit("nvidia: module license 'NVIDIA' taints kernel.")
     emit("nvidia-nvlink: Nvlink Core is being initialized, major device number 508")
     for gpu in state.gpus:
         emit(f"nvidia {gpu.bus_id[4:].lower()}: enabling device (0000 -> 0002)", 0.0121)
     if drv.open_kernel_module:  # the open module's banner, as in corpus dmesg_xid/01
         emit(
-            f"NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  {drv.kernel_module_version}  Release Build"
-            f"  (dvs-builder@U22-I3-B10-02-5)  {drv.build_date or ''}".rstrip(),
+            f"NVRM: loading NVIDIA UNIX Open Kernel Module for {_machine(spec)}  {drv.kernel_module_version}"
+            f"  Release Build  (dvs-builder@U22-I3-B10-02-5)  {drv.build_date or ''}".rstrip(),
             0.31,
         )
     else:
@@ -284,6 +288,11 @@ def _release_of(state: NodeState) -> str:
     return parts[2] if len(parts) > 2 else "5.15.0-91-generic"
 
 
+def _machine(spec: dict[str, Any]) -> str:
+    """The fixture's ``uname -m``: ``x86_64`` unless it says otherwise (a Grace node is ``aarch64``)."""
+    return str(spec.get("machine", "x86_64"))
+
+
 def build_state(spec: dict[str, Any], *, host: str | None = None) -> NodeState:
     """Expand a fixture data file (see module docstring) into a :class:`NodeState`."""
     fixture = spec["fixture"]
@@ -305,7 +314,7 @@ def build_state(spec: dict[str, Any], *, host: str | None = None) -> NodeState:
         os_release=dict(spec.get("os_release", {})),
         uname=(
             f"Linux {host or spec['host']} {spec['kernel_release']} {spec['kernel_version']}"
-            " x86_64 x86_64 x86_64 GNU/Linux"
+            f" {_machine(spec)} {_machine(spec)} {_machine(spec)} GNU/Linux"
         ),
     )
     state.gpus = _gpus(spec, seed)

@@ -136,6 +136,25 @@ _MODELS: dict[str, dict[str, Any]] = {
             (0, "7g.141gb", 139.75, 132, 7, 0, 8, 7, 1),
         ],
     },
+    "B200": {
+        # NVIDIA MIG User Guide, "Supported MIG Profiles", table "GPU Instance Profiles on B200": 1g.23gb x7,
+        # 1g.23gb+me x1, 1g.45gb x4, 2g.45gb x3, 3g.90gb x2, 4g.90gb x1, 7g.180gb x1 (copy engines 2, 2, 2, ., 6,
+        # 8, 16). -lgip of a B200 in NVIDIA/gpu-operator#1242 and NVIDIA/mig-parted#166, excerpt in
+        # corpus nvml/lgip_B200_excerpt_cut_after_2g.txt: IDs 19, 20, 15, 14, memory 22.00 and 44.25 GiB, SM 18,
+        # 18, 30, 36, CE 2, 2, 2, 4. The indexed capture stops after 2g.45gb: the 3g/4g/7g rows keep the guide's
+        # names, counts and copy engines; their memory (2g's doubled, the whole GPU less the driver's share, as on
+        # H100), SMs (4g: 4 x 18; 3g: 4g less two TPCs; 7g: all 148) and engines are estimates.
+        "gi_id_order": "low-first",  # NVIDIA/gpu-operator#2155: 3x 2g.45gb + 1g.23gb are GIs 3, 4, 5 and 13
+        "profiles": [
+            (19, "1g.23gb", 22.00, 18, 1, 0, 2, 1, 0),
+            (20, "1g.23gb+me", 22.00, 18, 1, 0, 2, 1, 1),
+            (15, "1g.45gb", 44.25, 30, 1, 0, 2, 1, 0),
+            (14, "2g.45gb", 44.25, 36, 2, 0, 4, 2, 0),
+            (9, "3g.90gb", 88.75, 66, 3, 0, 6, 3, 0),
+            (5, "4g.90gb", 88.75, 72, 4, 0, 8, 4, 0),
+            (0, "7g.180gb", 178.50, 148, 7, 0, 16, 7, 1),
+        ],
+    },
 }
 
 # nvidia-smi's product names (with or without the "NVIDIA " prefix that R510+ prints) -> model key.
@@ -148,6 +167,7 @@ _ALIASES = {
     "h100 nvl": "H100 NVL",
     "h200": "H200",
     "h200 141gb hbm3e": "H200",
+    "b200": "B200",
 }
 
 # Compute-instance profiles inside a GI, by the GI's compute slices (-lcip): (CI profile id, slices, max

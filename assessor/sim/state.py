@@ -211,6 +211,8 @@ class GpuState:
     fabric_state: str | None = None  # Completed, In Progress, Not Started; None: not in an NVSwitch fabric
     fabric_status: str | None = None  # Success, or the NVML error text
     fabric_clique_id: int | None = None
+    # The NVLink domain's cluster UUID (GB200 NVL72: shared by every GPU of the rack); None: all zeros.
+    fabric_cluster_uuid: str | None = None
     processes: list[GpuProcess] = field(default_factory=list)
     # Who keeps the GPU busy so a MIG mode change stays pending / a reset is refused
     # ("In use by another client"), e.g. ["nvidia-dcgm.service (nv-hostengine)"]. Empty: nothing.

@@ -217,7 +217,13 @@ def test_the_nvml_parser_refuses_json_that_is_not_an_object() -> None:
 
 @pytest.mark.parametrize(
     ("fixture", "profile"),
-    [("dgx-a100", "dgx-a100"), ("hgx-h100", "hgx-h100"), ("hgx-h200", "hgx-h200"), ("pcie-l40s", "any-gpu-node")],
+    [
+        ("dgx-a100", "dgx-a100"),
+        ("hgx-h100", "hgx-h100"),
+        ("hgx-h200", "hgx-h200"),
+        ("hgx-b200", "hgx-b200"),
+        ("pcie-l40s", "any-gpu-node"),
+    ],
 )
 def test_a_healthy_fixture_passes_the_nvml_checks_of_its_readiness_profile(fixture: str, profile: str) -> None:
     from assessor.assess.pipeline import run_profile

@@ -42,7 +42,7 @@ def _fields(
         "points": percent,
         "max_points": 100.0,
         "passed": passed,
-        "checks": [{"check": "ib.ports_active", "status": "pass", "note": note}],
+        "checks": [{"check": "ib.ports_active", "status": "pass", "message": "ports active", "note": note}],
     }
 
 

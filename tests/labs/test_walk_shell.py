@@ -8,12 +8,15 @@ as ``gpulab lab start`` starts it (the lab's fixture, then :func:`assessor.labs.
 - the reference solution: its ``solution_files`` written with ``cat > PATH <<'EOF'``, then its
   ``solution_commands`` typed as they are, and its reference ticket (where the remedy is physical) handed in;
 - the first valid alternative of :mod:`tests.labs.walks`;
-- the first wrong but plausible fix of :mod:`tests.labs.walks`.
+- the first wrong but plausible fix of :mod:`tests.labs.walks`;
+- every "fixed but left broken" walk of :mod:`tests.labs.walks_left_broken` (the task done, the node left worse:
+  a drain not undone, a fix that does not outlive a reboot, a cause not fixed).
 
 The node boots at the login that starts each walk and stays up; the steps are typed in one more login, each
 as its own command line. Every step of
 the reference and of an alternative must exit 0 and the grade must pass; a wrong fix's steps may fail (the
-walk goes on, as the candidate would) and its grade must not pass. A ticket is handed in outside the node,
+walk goes on, as the candidate would) and its grade must not pass; nor may a left-broken walk's, whose named check
+must fail with its reason in the grade. A ticket is handed in outside the node,
 written beside the state as ``lab grade --answer`` reads it. The grade is taken on the host while the node
 still runs, exactly as :mod:`tests.labs.test_walk` grades; the node is stopped at the end of every walk.
 """
@@ -39,6 +42,7 @@ from assessor.sim.machine.layout import NodePaths
 from assessor.sim.state import dumps, load_state
 from tests.labs.test_walk import IDS, SIM_LABS, explain, grade, passes, started_node
 from tests.labs.walks import WALKS, Ticket, Walk
+from tests.labs.walks_left_broken import LEFT_BROKEN
 from tests.support.nodeshell import NodeShell
 
 HEREDOC_END = "GPULAB_WALK_EOF"
@@ -194,5 +198,32 @@ def test_a_walk_typed_inside_passes_only_when_valid(lab: Lab, walk: Walk, valid:
         g = graded(lab, walked)
         kind = "valid alternative" if valid else "wrong fix"
         assert passes(lab, g) is valid, f"{lab.id} {kind} {walk}: {explain(g)}\n{walked.transcript}"
+    finally:
+        walked.shell.stop()
+
+
+LEFT = [(lab, walk, check) for lab in SIM_LABS for walk, check in LEFT_BROKEN.get(lab.id, [])]
+
+
+def test_every_lab_has_a_left_broken_walk_typed_inside() -> None:
+    assert {lab.id for lab, _, _ in LEFT} == set(IDS)
+
+
+@pytest.mark.parametrize(
+    ("lab", "walk", "check"),
+    LEFT,
+    ids=[f"{lab.id}-left-broken-{i}" for i, (lab, _, _) in enumerate(LEFT)],
+)
+def test_a_fix_typed_inside_that_leaves_the_node_broken_does_not_pass(
+    lab: Lab, walk: Walk, check: str, tmp_path: Path
+) -> None:
+    """The task done, the node left worse than it was found: not passed, and the grade says why."""
+    walked = start_lab(lab, tmp_path)
+    try:
+        walk_inside(lab, walk, walked, must_work=False)
+        g = graded(lab, walked)
+        assert not passes(lab, g), f"{lab.id} left broken {walk} passes: {explain(g)}\n{walked.transcript}"
+        failed = [s for s in g.scores if s.check == check and s.credit < 1]
+        assert failed and failed[0].message, f"{lab.id}: {check} does not fail: {explain(g)}\n{walked.transcript}"
     finally:
         walked.shell.stop()

@@ -9,7 +9,8 @@ too. Then the first valid alternative and the first wrong fix of :mod:`tests.lab
 every one in-process) are typed with the
 candidate's key through the OpenSSH client, a ticket (where the remedy is physical) is handed in on the
 controller, and the grade is captured over SSH with host keys checked. Valid alternatives must pass; wrong
-fixes must not.
+fixes must not. Every "fixed but left broken" walk of :mod:`tests.labs.walks_left_broken` (the task done, the
+node left worse than it was found) is typed too: it must not pass, and the check it names must fail.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from assessor.labs.loader import default_root, load_catalogue
 from assessor.labs.model import Lab
 from assessor.targets import TargetOptions
 from tests.labs.walks import WALKS, Ticket, Walk
+from tests.labs.walks_left_broken import LEFT_BROKEN
 from tests.support.sshbed import Node, SshBed, sshd_available
 
 SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
@@ -124,3 +126,24 @@ def test_a_wrong_fix_typed_over_ssh_does_not_pass(bed: SshBed, lab: Lab, walk: W
     ticket = act_over_ssh(bed, node, walk, must_work=False)
     g = grade_over_ssh(lab, target, opts, ticket)
     assert not g.passed, f"{lab.id} wrong fix {walk} passes over SSH: {explain(g)}"
+
+
+LEFT = [(lab, walk, check) for lab in SIM_LABS for walk, check in LEFT_BROKEN.get(lab.id, [])]
+
+
+def test_every_real_lab_has_a_left_broken_walk_over_ssh() -> None:
+    assert {lab.id for lab, _, _ in LEFT} == {lab.id for lab in SIM_LABS}
+
+
+@pytest.mark.parametrize(
+    ("lab", "walk", "check"), LEFT, ids=[f"{lab.id}-left-broken-{i}" for i, (lab, _, _) in enumerate(LEFT)]
+)
+def test_a_fix_over_ssh_that_leaves_the_node_broken_does_not_pass(
+    bed: SshBed, lab: Lab, walk: Walk, check: str
+) -> None:
+    node, target, opts = started(bed, lab)
+    ticket = act_over_ssh(bed, node, walk, must_work=False)
+    g = grade_over_ssh(lab, target, opts, ticket)
+    assert not g.passed, f"{lab.id} left broken {walk} passes over SSH: {explain(g)}"
+    failed = [s for s in g.scores if s.check == check and s.credit < 1]
+    assert failed and failed[0].message, f"{lab.id}: {check} does not fail over SSH: {explain(g)}"

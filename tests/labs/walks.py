@@ -43,6 +43,13 @@ A100_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabri
 A100_RESTORE: Walk = ["modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
 # After a reboot the daemons that hold the GPUs start again on their own; nothing to restore.
 
+# drv-301: the fabric manager's test config (a drop-in starts it with this copy), its topology path put right.
+FM_TEST_CFG = "/etc/nvidia-fabricmanager/fabricmanager.cfg"
+FM_FIXED_CFG = (
+    "LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/fabricmanager.log\nDAEMONIZE=1\n"
+    "TOPOLOGY_FILE_PATH=/usr/share/nvidia/nvswitch\n"
+)
+
 NCCL_CONF = "/etc/nccl.conf"
 CONF_HEAD = "# /etc/nccl.conf\n"
 A100_RAILS = "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_6,mlx5_7,mlx5_8,mlx5_9"
@@ -76,7 +83,11 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [["nvidia-smi -pm 1"]],
     },
     "drv-301": {
-        "alternatives": [["systemctl restart nvidia-fabricmanager"]],
+        # the cause put right (the test config's topology path, or the drop-in gone), then the daemon
+        "alternatives": [
+            [{FM_TEST_CFG: FM_FIXED_CFG}, "systemctl restart nvidia-fabricmanager"],
+            [{FM_TEST_CFG: FM_FIXED_CFG}, "reboot"],
+        ],
         "wrong": [["nvidia-smi -pm 1"], ["systemctl start nvidia-dcgm"]],
     },
     "health-101": {

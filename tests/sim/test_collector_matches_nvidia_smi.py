@@ -31,7 +31,7 @@ def both(state: NodeState) -> tuple[list[dict], list[dict], dict, dict]:
     return strip, parsed, driver, parsed_driver
 
 
-@pytest.mark.parametrize("fixture", ["dgx-a100", "hgx-h100", "hgx-h200", "pcie-l40s"])
+@pytest.mark.parametrize("fixture", ["dgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-tray", "pcie-l40s"])
 def test_collector_facts_equal_parsed_xml_facts(fixture: str) -> None:
     assert fixture in fixture_names()
     nvml, xml, driver, xml_driver = both(load_fixture(fixture))

@@ -14,7 +14,16 @@ UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 
 def test_the_four_shipped_fixtures_are_listed() -> None:
-    assert fixture_names() == ["a30", "dgx-a100", "h100-nvl", "hgx-h100", "hgx-h200", "pcie-l40s"]
+    assert fixture_names() == [
+        "a30",
+        "dgx-a100",
+        "gb200-tray",
+        "h100-nvl",
+        "hgx-b200",
+        "hgx-h100",
+        "hgx-h200",
+        "pcie-l40s",
+    ]
 
 
 def test_an_unknown_fixture_is_an_input_error_listing_the_known_ones() -> None:

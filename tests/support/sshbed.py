@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+# On the PYTHONPATH of a node's sessions: the bytecode of what Ansible sends is compiled once, not per task.
+REMOTE_PYTHON = Path(__file__).resolve().parent / "remote_python"
 
 
 def free_port() -> int:
@@ -74,6 +76,12 @@ class SshBed:
     @property
     def shims(self) -> Path:
         return self.root / "bin"
+
+    @property
+    def code_cache(self) -> Path:
+        """Where the nodes keep the bytecode of Ansible's modules (remote_python/sitecustomize.py), shared by
+        the beds of a test session's worker (beside the bed's own directory)."""
+        return self.root.parent / "ansible-module-bytecode"
 
     @property
     def candidate_key(self) -> Path:
@@ -142,6 +150,9 @@ class SshBed:
         home = node.directory / "home"
         home.mkdir(exist_ok=True)
         setenv = {"PATH": path, "GPULAB_SIM_STATE": str(node.state), "HOME": str(home), **(env or {})}
+        if not inside:  # Ansible's modules run on this node's host: compile their code once (REMOTE_PYTHON)
+            self.code_cache.mkdir(parents=True, exist_ok=True)
+            setenv = {"PYTHONPATH": str(REMOTE_PYTHON), "GPULAB_TEST_CODE_CACHE": str(self.code_cache), **setenv}
         if sim_root:
             node.root = node.directory / "root"
             (node.root / "etc").mkdir(parents=True, exist_ok=True)

@@ -193,7 +193,7 @@ def publish(paths: NodePaths, state: NodeState) -> None:
         nvidia.mkdir(parents=True, exist_ok=True)
         _write_if_changed(nvidia / "version", version)
     _write_if_changed(paths.published / "boot_id", boot_id(state) + "\n", in_place=True)
-    log = fabric_manager_log(state)
+    log = fabric_manager_log(state, paths.root)
     if log is not None and _read_quietly(paths.root / "var" / "log" / "fabricmanager.log") != log:
         # a file of the node's own, where the candidate may have put a link: written without following it
         write_node_file(paths.root, "/var/log/fabricmanager.log", log)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from assessor.sim.state import IbHcaState, IbPortState, NodeState
 from assessor.sim.tools import Session, ToolResult
+from assessor.sim.tools.nccl import dmabuf_supported
 
 # sysfs numbering of port states and physical states (ibstatus prints "4: ACTIVE").
 _STATE_NUMBERS = {"Down": 1, "Initializing": 2, "Armed": 3, "Active": 4, "ActiveDefer": 5}
@@ -500,6 +501,7 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     sweep = False
     gbits = False
     use_cuda: str | None = None
+    use_dmabuf = False
     server: str | None = None
     it = iter(args)
     for arg in it:
@@ -518,6 +520,8 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
             sweep = True
         elif arg in ("-R", "--report_gbits", "--report-gbits"):
             gbits = True
+        elif arg == "--use_cuda_dmabuf":
+            use_dmabuf = True  # perftest: register the CUDA buffer through DMA-BUF, not nvidia_peermem
         elif arg == "--use_cuda" or arg == "--use-cuda":
             use_cuda = next(it, "0")
         elif arg.startswith("--use_cuda=") or arg.startswith("--use-cuda="):
@@ -558,8 +562,10 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
         )
         if not gpu_ok:
             return ToolResult(1, "", f"Couldn't init CUDA device {use_cuda}\n Couldn't create IB resources\n")
-        if not state.module_loaded("nvidia_peermem"):
-            # Without nvidia_peermem the HCA cannot register GPU memory.
+        registers = dmabuf_supported(state) if use_dmabuf else state.module_loaded("nvidia_peermem")
+        if not registers:
+            # Without nvidia_peermem (or, with --use_cuda_dmabuf, without DMA-BUF) the HCA cannot register
+            # GPU memory.
             return ToolResult(
                 1,
                 f"initializing CUDA\nusing CUDA device {use_cuda}\nallocated {size * 2} bytes of GPU buffer\n",

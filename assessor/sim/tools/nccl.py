@@ -449,6 +449,34 @@ def ib_devices(state: NodeState, env: Mapping[str, str]) -> list[str]:
     return out
 
 
+def dmabuf_supported(state: NodeState) -> bool:
+    """Whether the node can register GPU memory with its HCAs through DMA-BUF: the open GPU kernel
+    modules on a 5.12+ kernel (NVIDIA GPU Operator documentation, GPUDirect RDMA)."""
+    words = (state.uname or "").split()
+    head = re.match(r"(\d+)\.(\d+)", words[2] if len(words) > 2 else "")
+    return bool(state.driver.open_kernel_module and head and (int(head[1]), int(head[2])) >= (5, 12))
+
+
+def gdr_lines(state: NodeState, env: Mapping[str, str], devices: list[str], version: str) -> list[str]:
+    """NCCL 2.19+'s "NET/IB : GPU Direct RDMA (PATH) enabled for HCA N 'NAME" lines, peermem first (as
+    net_ib.cc prints them; the quote is never closed), and its note of NCCL_DMABUF_ENABLE."""
+    if _version_tuple(version) < (2, 19, 0):
+        return []
+    out = []
+    dmabuf_env = env.get("NCCL_DMABUF_ENABLE")
+    if dmabuf_env is not None:
+        out.append(f"NCCL_DMABUF_ENABLE set by environment to {dmabuf_env}.")
+    peermem = state.module_loaded("nvidia_peermem")
+    dmabuf = dmabuf_supported(state) and dmabuf_env != "0"
+    for i, dev in enumerate(devices):
+        name = dev.split(":", 1)[0]
+        if peermem:
+            out.append(f"NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA {i} '{name}")
+        if dmabuf:
+            out.append(f"NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA {i} '{name}")
+    return out
+
+
 def _info_lines(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], pid: int, path: str) -> list[str]:
     """NCCL_DEBUG=INFO lines of communicator setup (corpus/nccl_debug/01 and 04)."""
     host = state.host
@@ -479,6 +507,7 @@ def _info_lines(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], 
     if devices:
         listing = " ".join(f"[{i}]{d}" for i, d in enumerate(devices))
         out.append(line(0, first_tid, f"NET/IB : Using {listing} [RO]; OOB {oob}"))
+        out.extend(line(0, first_tid, text) for text in gdr_lines(state, env, devices, version))
         network = "IB"
     else:
         out.append(line(0, first_tid, "NET/IB : No device found."))

@@ -716,6 +716,8 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(2, "State", g.fabric_state or NA)
     t.kv(2, "Status", g.fabric_status or NA)
     t.kv(2, "CliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
+    cluster = g.fabric_cluster_uuid or "00000000-0000-0000-0000-000000000000"  # zeros: no NVLink domain
+    t.kv(2, "ClusterUUID", NA if g.fabric_state is None else cluster)
     t.section("PIDS")
     if g.processes:
         t.head(1, "Processes")

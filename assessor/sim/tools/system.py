@@ -15,7 +15,14 @@ import re
 from pathlib import Path
 
 from assessor.sim import clock
-from assessor.sim.config_root import fabric_manager_configured, persistenced_sets_persistence, read_config
+from assessor.sim.config_root import (
+    drop_in_files,
+    fabric_manager_config_path,
+    fabric_manager_configured,
+    fabric_manager_error,
+    persistenced_sets_persistence,
+    read_config,
+)
 from assessor.sim.gpu_clients import cuda_processes, driver_handles
 from assessor.sim.state import ClockState, ModuleState, NodeState, ServiceState
 from assessor.sim.tools import Session, ToolResult
@@ -336,7 +343,7 @@ def journalctl(args: list[str], session: Session) -> ToolResult:
     state = session.read()
     host = state.host
     if unit is not None:
-        entries = unit_journal(state, _unit_name(unit))
+        entries = unit_journal(state, _unit_name(unit), session.root())
         if not entries:
             return ToolResult(0, "" if quiet else "-- No entries --\n")
         shown = entries[-lines_wanted:] if lines_wanted is not None else entries
@@ -377,11 +384,15 @@ BOOT_START_S = 12.0  # when systemd starts the units at boot
 BOOT_FAIL_S = 14.0
 
 
-def _daemon_lines(state: NodeState, unit: str, ok: bool) -> list[str]:
-    """What the daemon itself logs as it starts: the fabric manager's lines (its log file and the journal)."""
+def _daemon_lines(state: NodeState, unit: str, ok: bool, root: Path | None = None) -> list[str]:
+    """What the daemon itself logs as it starts: the fabric manager's lines (its log file and the journal).
+
+    ``root`` is the node's configuration root: a fabric manager that failed on its own configuration logs why.
+    """
     if unit != "nvidia-fabricmanager.service":
         return []
     drv = state.driver
+    error = None if ok else fabric_manager_error(root, state)
     if not state.nvswitches:
         # corpus/fabricmanager/03: no NVSwitch on this machine.
         return [
@@ -395,6 +406,8 @@ def _daemon_lines(state: NodeState, unit: str, ok: bool) -> list[str]:
             f"fabric manager NVIDIA GPU driver interface version {drv.version} don't match with driver version "
             f"{drv.kernel_module_version}. Please update with matching NVIDIA driver package."
         ]
+    if error is not None:
+        return [error]
     lines = [
         f"Fabric Manager version {drv.version} is running with the following configuration options",
         "Connected to 1 node.",
@@ -409,7 +422,9 @@ def _daemon_lines(state: NodeState, unit: str, ok: bool) -> list[str]:
     return lines
 
 
-def _unit_events(state: NodeState, unit: str, service: ServiceState) -> list[tuple[float, str, str]]:
+def _unit_events(
+    state: NodeState, unit: str, service: ServiceState, root: Path | None = None
+) -> list[tuple[float, str, str]]:
     """(seconds since boot, who, message) of the unit's journal since boot, as its state implies."""
     desc = service.description or _UNITS.get(unit, (unit,))[0]
     comm = _UNITS.get(unit, (unit, "", unit))[2] or unit
@@ -418,7 +433,7 @@ def _unit_events(state: NodeState, unit: str, service: ServiceState) -> list[tup
 
     def started(t: float, ok: bool) -> None:
         events.append((t, "systemd[1]", f"Starting {desc}..."))
-        events.extend((t, f"{comm}[{pid}]", line) for line in _daemon_lines(state, unit, ok))
+        events.extend((t, f"{comm}[{pid}]", line) for line in _daemon_lines(state, unit, ok, root))
         if ok:
             events.append((t, "systemd[1]", f"Started {desc}."))
         else:
@@ -452,17 +467,16 @@ def _unit_events(state: NodeState, unit: str, service: ServiceState) -> list[tup
     return events
 
 
-def unit_journal(state: NodeState, unit: str) -> list[str]:
+def unit_journal(state: NodeState, unit: str, root: Path | None = None) -> list[str]:
     """``journalctl -u UNIT`` lines (without the "Logs begin" header); empty when the unit never ran."""
     service = _service(state, unit)
     if service is None:
         return []
-    return [
-        f"{_journal_time(state, t)} {state.host} {who}: {msg}" for t, who, msg in _unit_events(state, unit, service)
-    ]
+    events = _unit_events(state, unit, service, root)
+    return [f"{_journal_time(state, t)} {state.host} {who}: {msg}" for t, who, msg in events]
 
 
-def fabric_manager_log(state: NodeState) -> str | None:
+def fabric_manager_log(state: NodeState, root: Path | None = None) -> str | None:
     """``/var/log/fabricmanager.log`` since boot (FM's own ``[Jan 15 2025 08:00:12] [INFO] [tid N]`` format,
     corpus/fabricmanager/01); None where the fabric manager is not installed."""
     unit = "nvidia-fabricmanager.service"
@@ -471,7 +485,7 @@ def fabric_manager_log(state: NodeState) -> str | None:
         return None
     tid = 1000 + main_pid(state, unit) % 1000
     lines = []
-    for t, who, message in _unit_events(state, unit, service):
+    for t, who, message in _unit_events(state, unit, service, root):
         if who.startswith("systemd"):
             continue
         level = "INFO" if "Successfully" in message or "Connected" in message or "running" in message else "ERROR"
@@ -595,8 +609,8 @@ def _properties(state: NodeState, unit: str) -> dict[str, str]:
 
 
 def systemctl(args: list[str], session: Session) -> ToolResult:
-    """``systemctl status|is-active|is-enabled|is-failed|show|start|stop|restart|enable|disable|list-units|
-    list-unit-files [UNIT...]``; without a verb, ``list-units``."""
+    """``systemctl status|is-active|is-enabled|is-failed|show|start|stop|restart|enable|disable|revert|
+    daemon-reload|list-units|list-unit-files [UNIT...]``; without a verb, ``list-units``."""
     props: list[str] = []
     positional: list[str] = []
     flags: set[str] = set()
@@ -625,13 +639,17 @@ def systemctl(args: list[str], session: Session) -> ToolResult:
     if verb == "show":
         return _show(session.read(), units, props, values_only="value" in flags)
     if verb == "status":
-        return _status(session.read(), units)
+        return _status(session.read(), units, session.root())
     if verb in ("is-active", "is-enabled", "is-failed"):
         return _is(session.read(), verb, units)
     if verb in ("start", "stop", "restart"):
         return _change(session, verb, units)
     if verb in ("enable", "disable"):
         return _enable(session, verb, units, now="now" in flags)
+    if verb == "revert":
+        return _revert(session, units)
+    if verb == "daemon-reload":
+        return ToolResult(0) if session.euid == 0 else ToolResult(1, "", "Failed to reload daemon: Access denied\n")
     if verb == "list-units":
         return _list_units(session.read(), positional[1:], flags)
     if verb == "list-unit-files":
@@ -724,6 +742,33 @@ def _enable(session: Session, verb: str, units: list[str], *, now: bool) -> Tool
     return ToolResult(0, "", err)
 
 
+def _revert(session: Session, units: list[str]) -> ToolResult:
+    """``systemctl revert UNIT...``: the unit's drop-ins under /etc/systemd/system are removed (the vendor's unit
+    file is what runs from now on), each removal printed as systemctl prints it; the unit keeps running as it
+    was started until it is restarted."""
+    if not units:
+        return ToolResult(1, "", "Too few arguments.\n")
+    if session.euid != 0:
+        return ToolResult(1, "", "Failed to revert unit: Access denied\n")
+    state = session.read()
+    for unit in units:
+        if _service(state, unit) is None:
+            return ToolResult(1, "", f"Failed to revert unit: Unit file {unit} does not exist.\n")
+    root = session.root()
+    messages: list[str] = []
+    for unit in units:
+        folder = f"/etc/systemd/system/{unit}.d"
+        for node_path in drop_in_files(root, unit):
+            assert root is not None
+            (root / node_path.lstrip("/")).unlink(missing_ok=True)
+            messages.append(f'Removed "{node_path}".')
+        directory = root / folder.lstrip("/") if root is not None else None
+        if directory is not None and directory.is_dir() and not directory.is_symlink() and not any(directory.iterdir()):
+            directory.rmdir()
+            messages.append(f'Removed "{folder}".')
+    return ToolResult(0, "", "".join(f"{m}\n" for m in messages))
+
+
 def _show(state: NodeState, units: list[str], props: list[str], *, values_only: bool = False) -> ToolResult:
     """``systemctl show [-p NAME,...] [--value]``: NAME=VALUE lines per unit; ``--value`` prints values alone."""
     wanted = set(props)
@@ -771,7 +816,7 @@ def _since(state: NodeState, seconds: float) -> str:
     return f"{when}; {clock.ago(clock.uptime(state) - seconds)}"
 
 
-def _status(state: NodeState, units: list[str]) -> ToolResult:
+def _status(state: NodeState, units: list[str], root: Path | None = None) -> ToolResult:
     if not units:
         units = list(state.services)
     out: list[str] = []
@@ -793,6 +838,13 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
             f"     Loaded: {service.load_state} ({directory}/{unit}; {service.unit_file_state}; "
             f"vendor preset: {preset})\n",
         ]
+        drop_ins = drop_in_files(root, unit)
+        if drop_ins:
+            # systemd names the drop-in folder, then each file in it
+            block.append(f"    Drop-In: {drop_ins[0].rsplit('/', 1)[0]}\n")
+            block.append("             └─" + ", ".join(d.rsplit("/", 1)[1] for d in drop_ins) + "\n")
+        if unit == "nvidia-fabricmanager.service":
+            cmdline = f"/usr/bin/nv-fabricmanager -c {fabric_manager_config_path(root)}"
         pid = main_pid(state, unit)
         if active == "active":
             since = service.since_s if service.since_s is not None else BOOT_START_S
@@ -817,7 +869,7 @@ def _status(state: NodeState, units: list[str]) -> ToolResult:
             block.append(f"     Active: {active} ({service.sub_state}) since {_since(state, service.since_s)}\n")
         else:
             block.append(f"     Active: {active} ({service.sub_state})\n")
-        journal = unit_journal(state, unit)[-10:]
+        journal = unit_journal(state, unit, root)[-10:]
         if journal:
             block.append("\n" + "".join(f"{line}\n" for line in journal))
         out.append("".join(block))
@@ -888,7 +940,12 @@ def start_unit(state: NodeState, unit: str, service: ServiceState, root: Path | 
     persistenced drop-in with ``--no-persistence-mode`` leaves persistence mode off.
     """
     driver_ok = state.driver.loaded and state.driver.version == state.driver.kernel_module_version
-    fm_unusable = not state.nvswitches or not driver_ok or not fabric_manager_configured(root)
+    fm_unusable = (
+        not state.nvswitches
+        or not driver_ok
+        or not fabric_manager_configured(root)
+        or fabric_manager_error(root, state) is not None
+    )
     if unit == "nvidia-fabricmanager.service" and fm_unusable:
         # No NVSwitch: NV_WARN_NOTHING_TO_DO (corpus/fabricmanager/03); or the driver stack is broken.
         _fail(service)
@@ -981,7 +1038,7 @@ def cat(args: list[str], session: Session) -> ToolResult:
         elif path == "/proc/sys/kernel/hostname" or path == "/etc/hostname":
             text = f"{state.host}\n"
         elif path == "/var/log/fabricmanager.log":
-            text = fabric_manager_log(state)
+            text = fabric_manager_log(state, session.root())
         elif path.startswith("/etc/") or path.startswith("/usr/share/nvidia/"):
             text = read_config(session.root(), path)  # the node's configuration files
         else:
