@@ -287,6 +287,9 @@ class NcclRun:
     avg_busbw: float | None = None
     debug: NcclDebug = field(default_factory=NcclDebug)
     tests_output: bool = True  # False for an NCCL_DEBUG log with no nccl-tests table at all
+    # The line nccl-tests stopped on, without its host prefix: "Test CUDA failure common.cu:941 'system not yet
+    # initialized'" (CUDA or NCCL could not start, a device or the memory was missing).
+    failure: str | None = None
 
     @property
     def nranks(self) -> int:

@@ -285,6 +285,9 @@ PROBES: dict[str, tuple[Callable[[str], Ctx], Callable[[Ctx], Any]]] = {
     "nvmlDeviceGetMultiGpuBoard": (plain, lambda c: c.nvml.nvmlDeviceGetMultiGpuBoard(c.h)),
     "nvmlDeviceGetVirtualizationMode": (plain, lambda c: c.nvml.nvmlDeviceGetVirtualizationMode(c.h)),
     "nvmlDeviceGetNumaNodeId": (plain, lambda c: c.nvml.nvmlDeviceGetNumaNodeId(c.h)),
+    "nvmlDeviceGetModuleId": (plain, lambda c: c.nvml.nvmlDeviceGetModuleId(c.h)),
+    "nvmlDeviceGetGspFirmwareMode": (plain, lambda c: c.nvml.nvmlDeviceGetGspFirmwareMode(c.h)),
+    "nvmlDeviceGetGspFirmwareVersion": (plain, lambda c: c.nvml.nvmlDeviceGetGspFirmwareVersion(c.h)),
     "nvmlUnitGetCount": (plain, lambda c: c.nvml.nvmlUnitGetCount()),
     "nvmlDeviceGetMemoryErrorCounter": (
         plain,

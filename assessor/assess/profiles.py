@@ -42,7 +42,16 @@ def load(name_or_path: str) -> Profile:
     elif not path.exists():
         names = ", ".join(shipped())
         raise InputError(f"no profile {name_or_path!r}: not a file, and not a shipped profile ({names})")
-    return parse(path.read_text(encoding="utf-8"), str(path))
+    from assessor.content import MAX_YAML_BYTES, read_text
+
+    try:
+        # the size is checked before a byte is read: a 1 GB profile is one line of error naming the bound
+        text = read_text(path, limit=MAX_YAML_BYTES, what="a profile")
+    except IsADirectoryError:
+        raise InputError(f"{path}: a directory, not a profile") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse(text, str(path))
 
 
 def parse(text: str, filename: str) -> Profile:

@@ -27,6 +27,43 @@ def _ranks(run: NcclRun) -> int | None:
     return run.nranks or run.debug.nranks or None
 
 
+# What each failure nccl-tests stops on says about the node, by a phrase of CUDA's or NCCL's message.
+_FAILURE_HINTS: tuple[tuple[str, str], ...] = (
+    (
+        "system not yet initialized",
+        "CUDA cannot initialise the GPUs: on an NVSwitch system the fabric manager must be running and the fabric "
+        "trained (fabric.state); after a GPU reset or a driver reload, load nvidia_drm again and start "
+        "nvidia-persistenced, nvidia-fabricmanager and nvidia-dcgm",
+    ),
+    (
+        "driver version is insufficient",
+        "the loaded kernel module is missing or older than the CUDA runtime: check driver.loaded (nvidia-smi, "
+        "lsmod); reboot or reload the nvidia modules",
+    ),
+    (
+        "display driver / cuda driver",
+        "the kernel module and the user-space driver differ (driver.loaded): reboot or reload the nvidia modules",
+    ),
+    (
+        "invalid device ordinal",
+        "fewer GPUs are usable than the run asked for: a GPU is lost or in MIG mode (gpu.count, gpu.mig_mode)",
+    ),
+    ("no cuda-capable device", "CUDA sees no GPU: check driver.loaded and gpu.count"),
+    ("out of memory", "the sizes do not fit the GPUs' memory, or other processes hold it: lower -e or free the GPUs"),
+)
+_NCCL_FAILURE_HINT = "NCCL could not start: rerun with NCCL_DEBUG=WARN (or INFO) for the WARN line that says why"
+_OTHER_FAILURE_HINT = "read the run's output around the failure line, then rerun"
+
+
+def failure_hint(failure: str) -> str:
+    """What to look at for the line an nccl-tests run stopped on."""
+    lowered = failure.lower()
+    for phrase, hint in _FAILURE_HINTS:
+        if phrase in lowered:
+            return hint
+    return _NCCL_FAILURE_HINT if "nccl failure" in lowered else _OTHER_FAILURE_HINT
+
+
 def _is_all_reduce(run: NcclRun) -> bool | None:
     """True/False when the test is known or evident from the table; None when unknown.
 
@@ -73,6 +110,15 @@ def nccl_busbw(facts: NodeFacts, params: dict[str, Any]) -> Result:
             "skip",
             "no nccl-tests table in the capture (an NCCL_DEBUG log alone has no bandwidth figures)",
             hint="run all_reduce_perf (nccl-tests) and capture its whole output",
+        )
+    if run.failure and not run.rows:
+        return result(
+            "nccl.busbw",
+            "fail",
+            f"nccl-tests stopped before measuring: {run.failure}",
+            observed={"failure": run.failure},
+            expected="a run that completes",
+            hint=failure_hint(run.failure),
         )
     if run.nranks == 0 and not run.rows:
         return result(
@@ -185,6 +231,8 @@ def nccl_busbw(facts: NodeFacts, params: dict[str, Any]) -> Result:
 def nccl_errors(facts: NodeFacts, params: dict[str, Any]) -> Result:
     run: NcclRun = need(facts, "nccl")
     fails: list[str] = []
+    if run.failure:
+        fails.append(f"nccl-tests stopped: {run.failure}")
     wrong = [r for r in run.rows if (r.oop_wrong or 0) > 0 or (r.ip_wrong or 0) > 0]
     if wrong:
         sizes = ", ".join(_size(r.size_bytes) for r in wrong[:3])
@@ -197,18 +245,30 @@ def nccl_errors(facts: NodeFacts, params: dict[str, Any]) -> Result:
         # An IB completion error names the failing path; show it before generic follow-ups.
         first = next((w for w in warnings if "Got completion" in w), warnings[0])
         fails.append(f"NCCL WARN: {first.strip()}{more}")
-    observed = {"wrong_sizes": len(wrong), "out_of_bounds": run.out_of_bounds, "warnings": len(warnings)}
-    expected = {"wrong_sizes": 0, "out_of_bounds": 0, "warnings": 0}
+    observed: dict[str, Any] = {
+        "wrong_sizes": len(wrong),
+        "out_of_bounds": run.out_of_bounds,
+        "warnings": len(warnings),
+    }
+    expected: dict[str, Any] = {"wrong_sizes": 0, "out_of_bounds": 0, "warnings": 0}
+    if run.failure:
+        observed["failure"] = run.failure
+        expected["failure"] = None
     if fails:
         hint = (
-            "IB completion errors point at a port or cable (ib.ports_active, ib.rate); wrong results at a GPU "
-            "or link (gpu.xid, gpu.nvlink, dcgm.diag -r 3)"
+            failure_hint(run.failure)
+            if run.failure
+            else (
+                "IB completion errors point at a port or cable (ib.ports_active, ib.rate); wrong results at a "
+                "GPU or link (gpu.xid, gpu.nvlink, dcgm.diag -r 3)"
+            )
         )
-        if warnings and not run.rows:
+        if warnings and not run.rows and not run.failure:
             # No result row after the WARN: the run died of it (or the capture holds only the log).
             fails[-1] = ("the run stopped on an NCCL error: " if run.tests_output else "") + fails[-1]
         failed = result("nccl.errors", "fail", "; ".join(fails), observed=observed, expected=expected, hint=hint)
-        failed.evidence = [f"NCCL WARN {w.strip()}" for w in warnings[:3]] or None
+        evidence = [run.failure] if run.failure else []
+        failed.evidence = evidence + [f"NCCL WARN {w.strip()}" for w in warnings[:3]] or None
         return failed
     if not run.rows and not run.tests_output:
         return result(

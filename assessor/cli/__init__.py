@@ -15,15 +15,24 @@ from assessor import __version__
 
 
 class _Group(click.Group):
-    """Turns GpulabError into a message (credentials redacted, :func:`assessor.neutralise.message`) and exit 2."""
+    """Turns GpulabError into a message (credentials redacted, :func:`assessor.neutralise.message`) and exit 2.
+
+    SIGINT and SIGTERM stop what runs on nodes first (:func:`assessor.targets.guard.stop_on_signals`), then
+    end gpulab with one line and 128 + the signal (130 for Ctrl-C).
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         from assessor.errors import GpulabError
         from assessor.neutralise import message
         from assessor.secrets import redact
+        from assessor.targets.guard import stop_on_signals
 
         try:
-            return super().invoke(ctx)
+            with stop_on_signals():
+                return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            click.echo(f"gpulab: interrupted ({exc or 'SIGINT'})", err=True)
+            ctx.exit(getattr(exc, "code", 130))
         except GpulabError as exc:
             # the message may quote a node, a file or what the user typed: no credential, no terminal escape,
             # no line of its own that could pass for gpulab's (continuation lines are indented)

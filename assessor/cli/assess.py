@@ -106,8 +106,10 @@ def assess(
         click.echo(junit.render(doc), nl=False)
     else:
         render.table(run.results, prof)
+    from assessor.neutralise import visible
+
     for path in written:
-        click.echo(f"written: {path}", err=True)
+        click.echo(visible(f"written: {path}"), err=True)
     if run.interrupted:
         sys.stdout.flush()
         os._exit(130)  # worker threads may still wait on the network: do not wait for them
@@ -184,6 +186,7 @@ def parse(kind: str, file: str) -> None:
     from assessor import parsers
     from assessor.errors import InputError
     from assessor.facts import to_jsonable
+    from assessor.neutralise import visible
 
     if kind == "kinds":
         for spec in parsers.KINDS.values():
@@ -198,7 +201,7 @@ def parse(kind: str, file: str) -> None:
     text = data.decode("utf-8", "replace")
     if kind == parsers.AUTO:
         found, facts = parsers.parse_auto(text, source=file)
-        click.echo(f"{file}: recognised as {found} ({parsers.KINDS[found].about})", err=True)
+        click.echo(visible(f"{file}: recognised as {found} ({parsers.KINDS[found].about})"), err=True)
         spec = parsers.KINDS[found]
     else:
         spec = parsers.kind(kind)

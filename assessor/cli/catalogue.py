@@ -54,10 +54,11 @@ def profiles() -> None:
 def profiles_list() -> None:
     """Shipped profiles with their descriptions."""
     from assessor.assess import profiles as prof
+    from assessor.neutralise import visible
 
     for name, path in prof.shipped().items():
         p = prof.load(str(path))
-        click.echo(f"{name:16} {len(p.checks):3} checks  {p.description}")
+        click.echo(visible(f"{name:16} {len(p.checks):3} checks  {p.description}"))
 
 
 @profiles.command("show")
@@ -66,11 +67,16 @@ def profiles_show(name: str) -> None:
     """Print a shipped profile's YAML (a starting point for your own)."""
     from assessor.assess import profiles as prof
 
-    prof.load(name)  # validates, and says which names exist
+    prof.load(name)  # validates (within its bound), and says which names exist
     path = prof.shipped().get(name)
     from pathlib import Path
 
-    click.echo((path or Path(name)).read_text(encoding="utf-8"), nl=False)
+    from assessor.content import MAX_YAML_BYTES, read_text
+    from assessor.neutralise import visible_lines
+
+    # a profile file is data: its line feeds kept, anything else a terminal would act on shown as an escape
+    text = read_text(path or Path(name), limit=MAX_YAML_BYTES, what="a profile")
+    click.echo(visible_lines(text), nl=False)
 
 
 @click.command()

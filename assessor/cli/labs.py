@@ -48,6 +48,27 @@ def _fmt(value: Any, limit: int | None = 60) -> str:
     return text[: limit - 1] + "…"
 
 
+def _say(text: Any = "", nl: bool = True, err: bool = False) -> None:
+    """Print a line of a lab command: every line :mod:`assessor.labs.commands` (and what it calls) hands over is
+    raw data, neutralised here, at the point of printing, and nowhere before: credentials redacted, then one
+    line by :func:`assessor.neutralise.visible` (a line feed in a candidate's name or a node's message is shown
+    as ``\\n``, so no line can pass for one of gpulab's own). A body printed without a final line feed (a lab's
+    reference answer, YAML the user saves) keeps its line feeds, every other invisible character an escape."""
+    from assessor.neutralise import visible, visible_lines
+    from assessor.secrets import redact
+
+    shown = visible(redact(str(text))) if nl else visible_lines(str(text))
+    click.echo(shown, nl=nl, err=err)
+
+
+def _error(exc: Any, prefix: str = "gpulab: error: ") -> None:
+    """An error (or warning) line quoting a node, a file or what the user typed: redacted and neutralised."""
+    from assessor.neutralise import message
+    from assessor.secrets import redact
+
+    click.echo(message(redact(str(exc)), prefix=prefix), err=True)
+
+
 def _text(value: Any, style: str = "") -> Any:
     """Node or candidate data as a rich Text: never markup, never an emoji code, control characters escaped."""
     from rich.text import Text
@@ -77,10 +98,7 @@ def _reaching() -> Iterator[None]:
     try:
         yield
     except Unreachable as exc:
-        from assessor.neutralise import visible_lines
-        from assessor.secrets import redact
-
-        click.echo(f"gpulab: error: {visible_lines(redact(str(exc)))}", err=True)
+        _error(exc)  # neutralise.message(redact(...), prefix="gpulab: error: "), as the top-level handler
         sys.exit(3)
 
 
@@ -142,24 +160,28 @@ def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: st
             for col in ("id", "level", "title", "min", "runs on") + (("state", "best") if states else ()):
                 table.add_column(col)
             for x in mine:
+                # a lab folder's values (title, id) are data: plain Text, never rich markup, escapes shown
                 cells = [
-                    x.id,
-                    f"{x.level} {LEVEL_NAMES[x.level]}",
-                    x.title,
-                    str(x.time_limit_min),
-                    ", ".join(x.runs_on),
+                    _text(x.id),
+                    _text(f"{x.level} {LEVEL_NAMES[x.level]}"),
+                    _text(x.title),
+                    _text(str(x.time_limit_min)),
+                    _text(", ".join(x.runs_on)),
                 ]
                 if states:
                     st = states[x.id]
-                    cells += [st["state"], "" if st["best_percent"] is None else f"{st['best_percent']:g} %"]
+                    cells += [
+                        _text(st["state"]),
+                        _text("" if st["best_percent"] is None else f"{st['best_percent']:g} %"),
+                    ]
                 table.add_row(*cells)
             console.print(table)
         if not labs:
-            click.echo(f"no labs under {cat.root}" + (" match" if domain or level else ""))
+            _say(f"no labs under {cat.root}" + (" match" if domain or level else ""))
     for err in cat.errors:
-        click.echo(f"gpulab: error: {err}", err=True)
+        _error(err)
     if failure is not None:
-        click.echo(f"gpulab: error: {failure}", err=True)
+        _error(failure)
     if cat.errors or failure is not None:
         sys.exit(2)
 
@@ -208,13 +230,13 @@ def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
         click.echo(json.dumps({"candidate": who, "open": rows}, indent=2))
         return
     if not rows:
-        click.echo(f"no open lab for {who}: start one with `gpulab lab start ID --target ...`")
+        _say(f"no open lab for {who}: start one with `gpulab lab start ID --target ...`")
         return
     for r in rows:
         left = r["time_left_min"]
         clock = f"{left:g} min left" if left is not None and left >= 0 else f"late by {-(left or 0):g} min"
         hints = f"hints used {r['hints_used']} of {r['hints_available']}"
-        click.echo(f"{r['lab']}: on {r['target']} since {r['started_at']}; {clock}; {hints}")
+        _say(f"{r['lab']}: on {r['target']} since {r['started_at']}; {clock}; {hints}")
 
 
 @lab.command("show")
@@ -225,29 +247,38 @@ def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
     """A lab's metadata and its README, rendered as text (a lab with variants: the candidate's variant)."""
     import json
 
-    from assessor.labs.loader import fill, find_lab, pick_variant
+    from assessor.labs.loader import fill, find_lab, pick_variant, read_readme
 
     x = find_lab(lab_id)
-    readme = x.readme.read_text(encoding="utf-8")
+    readme = read_readme(x)  # bounded (MAX_README_BYTES): a 1 GB README is one line of error
     if x.variants:
         readme = fill(readme, pick_variant(x, _candidate(candidate)))
     if as_json:
         click.echo(json.dumps({**_lab_json(x), "readme": readme}, indent=2))
         return
     from rich.markdown import Markdown
+    from rich.markup import escape
+
+    from assessor.neutralise import visible, visible_lines
+
+    def shown(value: Any) -> str:
+        """A lab folder's value inside markup: escapes shown, rich markup escaped."""
+        return escape(visible(value))
 
     console = _console()
-    console.print(f"[bold]{x.id}[/bold] — {x.title}")
+    console.print(f"[bold]{shown(x.id)}[/bold] — {shown(x.title)}")
     console.print(
-        f"domain {x.domain}, level {x.level} ({x.level_name}); time limit {x.time_limit_min} min; "
-        f"pass at {x.pass_percent:g} % of {x.total_points:g} points"
+        shown(
+            f"domain {x.domain}, level {x.level} ({x.level_name}); time limit {x.time_limit_min} min; "
+            f"pass at {x.pass_percent:g} % of {x.total_points:g} points"
+        )
     )
-    console.print(
-        f"target: {x.target}" + (f", fixture {x.fixture}" if x.fixture else "") + f"; runs on {', '.join(x.runs_on)}"
-    )
-    console.print(f"trains: {'; '.join(x.exam_domains)}")
-    console.print(f"graded by: {', '.join(c.id for c in x.checks)}\n")
-    console.print(Markdown(readme))
+    fixture = f", fixture {x.fixture}" if x.fixture else ""
+    console.print(shown(f"target: {x.target}{fixture}; runs on {', '.join(x.runs_on)}"))
+    console.print(shown(f"trains: {'; '.join(x.exam_domains)}"))
+    console.print(shown(f"graded by: {', '.join(c.id for c in x.checks)}") + "\n")
+    # the README is rendered as Markdown, every character a terminal would act on shown as an escape first
+    console.print(Markdown(visible_lines(readme.replace("\r\n", "\n").expandtabs(4))))
 
 
 @lab.command("start")
@@ -298,7 +329,7 @@ def lab_start(
     with _usage(), _reaching():
         code = commands.start(
             lab_id,
-            say=click.echo,
+            say=_say,
             target=target,
             candidate=candidate,
             db=db,
@@ -404,7 +435,7 @@ def lab_grade(
     else:
         _print_grade(done.lab, result)
     if done.failure is not None:
-        click.echo(f"gpulab: error: {done.failure}", err=True)
+        _error(done.failure)
         sys.exit(2)
     sys.exit(0 if result.passed else 1)
 
@@ -416,13 +447,13 @@ def _print_cohort_grade(done: Any, as_json: bool) -> int:
     from assessor.labs import cohort
 
     for line in cohort.grade_summary(done.hosts):
-        click.echo(line, err=as_json)
+        _say(line, err=as_json)
     if as_json:
         click.echo(json.dumps([g.grade.to_json() for g in done.hosts if g.grade is not None], indent=2))
-    click.echo(f"{done.lab.id} grade: {cohort.grade_tally(done.hosts)}", err=as_json)
+    _say(f"{done.lab.id} grade: {cohort.grade_tally(done.hosts)}", err=as_json)
     if done.out:
         report = cohort.command("report", "cohort", done.out)
-        click.echo(f"gradebook: {done.out}; the cohort report: `{report}`", err=as_json)
+        _say(f"gradebook: {done.out}; the cohort report: `{report}`", err=as_json)
     return cohort.grade_exit_code(done.hosts)
 
 
@@ -505,13 +536,13 @@ def lab_hint(lab_id: str, candidate: str | None, db: str | None) -> None:
         )
         shown = attempts.hints_used(conn, who, x.id, begun.id if begun else None)
     for i, c in enumerate(x.checks[:shown], 1):
-        click.echo(f"{i}. {c.id} ({_worth(c)}): {c.hint}")
+        _say(f"{i}. {c.id} ({_worth(c)}): {c.hint}")
     total = len(x.checks)
     if new is None:
-        click.echo(f"all {total} hints of {x.id} are shown")
+        _say(f"all {total} hints of {x.id} are shown")
     else:
         left = total - shown
-        click.echo(f"hint {shown} of {total} revealed and recorded for {who}; {left} left")
+        _say(f"hint {shown} of {total} revealed and recorded for {who}; {left} left")
 
 
 def _worth(c: Any) -> str:
@@ -557,7 +588,7 @@ def lab_solve(
     with _usage(), _reaching():
         code = commands.solve(
             lab_id,
-            say=click.echo,
+            say=_say,
             target=target,
             out=out,
             db=db,
@@ -601,7 +632,7 @@ def lab_reset(
     with _usage(), _reaching():
         code = commands.reset(
             lab_id,
-            say=click.echo,
+            say=_say,
             target=target,
             db=db,
             inventory=inventory,
@@ -626,18 +657,15 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
     LAB is not open for you, or you name none and have several open (`gpulab lab status` lists them).
     """
     from assessor.labs import lifecycle
-    from assessor.neutralise import visible
 
     who = _candidate(candidate)
     closed = lifecycle.close_own(lab_id, candidate=who, db=db)
     if not closed:
-        click.echo(visible(f"no open lab for {who}: nothing to close"))
+        _say(f"no open lab for {who}: nothing to close")
     for s in closed:
-        click.echo(
-            visible(
-                f"closed {lifecycle.describe_open(s)} on {s.target} as abandoned: its clock is stopped; "
-                f"`gpulab lab start {s.lab_id}` starts it afresh"
-            )
+        _say(
+            f"closed {lifecycle.describe_open(s)} on {s.target} as abandoned: its clock is stopped; "
+            f"`gpulab lab start {s.lab_id}` starts it afresh"
         )
 
 
@@ -657,14 +685,19 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     rules = levels.load_rules(cat.root)
     with attempts.guarded(db) as conn:
         history = attempts.attempts(conn, candidate=who)
-        edited = sorted(set(attempts.chain_breaks(conn).values()))
+        breaks = attempts.chain_breaks(conn)
+    # rows edited by hand are keyed by (table, row id); what the head record tells of the whole database (rows
+    # missing at the end, an edited head record) by ("head", n <= 0): not a hand edit (a WAL file lost, an
+    # older copy restored), so shown on its own lines without the "edited by hand" prefix
+    edited = sorted({why for (table, row_id), why in breaks.items() if not (table == "head" and row_id <= 0)})
+    whole = [why for (table, row_id), why in sorted(breaks.items(), reverse=True) if table == "head" and row_id <= 0]
     known = {x.id for x in cat.labs}
     best = attempts.best([a for a in history if a.lab_id in known])
     passed = {lab_id for lab_id, a in best.items() if a.passed}
     result = levels.compute(rules, cat.labs, passed)
     mismatches = attempts.machine_mismatches(history)
     summaries = attempts.lab_summaries(history)
-    db_flags = [f"{attempts.DB_EDITED}: {why}" for why in edited]
+    db_flags = [f"{attempts.DB_EDITED}: {why}" for why in edited] + [f"attempts database: {why}" for why in whole]
     if as_json:
         from assessor.reports.documents import progress_document
 
@@ -726,4 +759,4 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     for flag in db_flags:
         console.print(Text.assemble(("FLAG", "bold"), ": ", _text(flag)))
     for err in cat.errors:
-        click.echo(f"gpulab: warning: lab skipped: {err}", err=True)
+        _error(err, prefix="gpulab: warning: lab skipped: ")

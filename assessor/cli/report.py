@@ -71,7 +71,12 @@ def report(
         )
     made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db, identities=identities)
     written = build.write(made, fmt, out, lms=lms)
-    from assessor.neutralise import visible
+    from assessor.neutralise import message, visible
+
+    # the attempts database's own flags (rows missing at its end): in every format, and on the terminal too,
+    # where an LMS layout has no column for them
+    for flag in made.document.get("database_flags") or []:
+        click.echo(message(flag, prefix="gpulab: warning: "), err=True)
 
     if lms:
         from assessor.reports.csvout import unmatched

@@ -7,6 +7,14 @@ from typing import Any
 import click
 
 
+def _shown(line: Any) -> str:
+    """A line quoting a path, a host or GPU name (a recorded node's), a fault's option: the one rule, and
+    several lines kept apart from gpulab's own (:func:`assessor.neutralise.message`)."""
+    from assessor.neutralise import message
+
+    return message(line)
+
+
 @click.group()
 def sim() -> None:
     """The simulator: simulated nodes, tool shims for your PATH, injected faults."""
@@ -24,7 +32,7 @@ def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> No
     from assessor.sim.node_init import init_node
 
     for line in init_node(fixture, state_path, host=host, force=force):
-        click.echo(line)
+        click.echo(_shown(line))
 
 
 @sim.command("shell", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -109,7 +117,7 @@ def sim_stop(state_path: str) -> None:
     """Shut the running simulated node in STATE down (its processes end; its files and state stay)."""
     from assessor.sim.machine.enter import stop
 
-    click.echo(f"{state_path}: {'stopped' if stop(state_path) else 'was not running'}")
+    click.echo(_shown(f"{state_path}: {'stopped' if stop(state_path) else 'was not running'}"))
 
 
 @sim.command("shims")
@@ -124,7 +132,7 @@ def sim_shims(directory: str) -> None:
 
     written = write_shims(directory)
     for line in shims_report(directory, written):
-        click.echo(line)
+        click.echo(_shown(line))
 
 
 @sim.command("nvml-lib")
@@ -142,8 +150,8 @@ def sim_nvml_lib(directory: str) -> None:
 
     written = write_library(_path(directory))
     quoted = shlex.quote(str(written.parent))
-    click.echo(f"wrote {written} (and libnvidia-ml.so)")
-    click.echo(f"use it: LD_LIBRARY_PATH={quoted} GPULAB_SIM_STATE=STATE PROGRAM")
+    click.echo(_shown(f"wrote {written} (and libnvidia-ml.so)"))
+    click.echo(_shown(f"use it: LD_LIBRARY_PATH={quoted} GPULAB_SIM_STATE=STATE PROGRAM"))
 
 
 def _path(directory: str) -> Any:
@@ -179,7 +187,7 @@ def sim_fault(state_path: str, fault: str | None, options: tuple[str, ...], list
         for name, spec in sorted({**faults.FAULTS, **faults.CONDITIONS}.items()):
             click.echo(f"{name:24} {spec.description}")
         return
-    click.echo(faults.inject(state_path, fault, **_fault_options(options)))
+    click.echo(_shown(faults.inject(state_path, fault, **_fault_options(options))))
 
 
 @sim.command("repair")
@@ -193,7 +201,7 @@ def sim_repair(state_path: str, fault: str, options: tuple[str, ...]) -> None:
     """
     from assessor.sim import faults
 
-    click.echo(faults.repair(state_path, fault, **_fault_options(options)))
+    click.echo(_shown(faults.repair(state_path, fault, **_fault_options(options))))
 
 
 @sim.command("fixtures")
@@ -204,7 +212,7 @@ def sim_fixtures() -> None:
     for name in fixture_names():
         state = load_fixture(name)
         model = state.gpus[0].name if state.gpus else "no GPU"
-        click.echo(f"{name:12} {len(state.gpus)} x {model}")
+        click.echo(_shown(f"{name:12} {len(state.gpus)} x {model}"))
 
 
 @sim.command("record")
@@ -224,6 +232,7 @@ def sim_record(source: str, out: str, force: bool) -> None:
     if Path(out).exists() and not force:
         raise InputError(f"{out}: already exists (use --force to replace it)")
     state, filled = record_command(source, out)
-    click.echo(f"simulated node {state.host} ({len(state.gpus)} GPUs, from {state.fixture}) written to {out}")
+    # the host and GPU names come from a real node's snapshot: data, shown by the one rule
+    click.echo(_shown(f"simulated node {state.host} ({len(state.gpus)} GPUs, from {state.fixture}) written to {out}"))
     if filled:
-        click.echo(f"filled from the fixture ({len(filled)}): {', '.join(filled)}")
+        click.echo(_shown(f"filled from the fixture ({len(filled)}): {', '.join(filled)}"))

@@ -6,6 +6,11 @@ which lab and variant, which step, where a grade is kept, what the candidate is 
 handed to ``say`` (``click.echo``'s signature) as they are known, so what a step printed stays printed when a
 later part fails, as it always did.
 
+Every line handed to ``say`` is raw data: a node's name and stderr, a target, an inventory path, a candidate's
+name, a lab's text. It is neutralised (credentials redacted, :mod:`assessor.neutralise`'s rule) in one place,
+at the point of printing: the CLI's ``say`` (:func:`assessor.cli.labs._say`). Nothing here escapes a line,
+so nothing is escaped twice and a caller other than the terminal gets the data as it is.
+
 A grade is one pass (:mod:`assessor.labs.grade`): the lab is found once, the node captured once, the lab
 resolved against the candidate's open start once, evaluated, recorded.
 """
@@ -199,7 +204,6 @@ def reset(
     closed. Returns a cohort's exit code (None: one node's)."""
     from assessor.labs import cohort, lifecycle
     from assessor.labs.loader import find_lab
-    from assessor.neutralise import visible
 
     lab = find_lab(lab_id)
     if cohort.is_cohort(inventory, target, limit, candidates_file):
@@ -207,7 +211,7 @@ def reset(
         return _cohort_step(lab, "reset", group, options, forks, db, say)
     log = lifecycle.reset_and_close(lab, target, options, closed_by=_default_candidate(), db=db, inventory=inventory)
     for line in log:
-        say(visible(line))
+        say(line)
     return None
 
 
@@ -226,7 +230,6 @@ def _cohort_step(
     code. A start refuses (before anything runs) hosts that hold another open lab unless ``replace``; the
     attempts database learns what one node's step would tell it (lifecycle.after_cohort_step)."""
     from assessor.labs import attempts, cohort, lifecycle
-    from assessor.neutralise import visible
 
     held = lifecycle.cohort_held(lab, group, db=db, replace=replace) if action == "start" else {}
     at = attempts.now()
@@ -239,7 +242,7 @@ def _cohort_step(
     done = [name for name, o in outcomes.items() if o.status == "ok"]
     by = _default_candidate()
     for line in lifecycle.after_cohort_step(lab, action, group, done, by=by, db=db, at=at, held=held):
-        say(visible(line))
+        say(line)
     say(f"{lab.id} {action}: {cohort.step_tally(action, outcomes)}")
     return cohort.step_exit_code(outcomes)
 

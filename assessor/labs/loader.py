@@ -110,15 +110,41 @@ def _schema() -> dict[str, Any]:
     return schema
 
 
+def _bounded(call: Any, path: Path) -> Any:
+    """``call()``, a file read within its bound; an OSError (gone, unreadable) as one InputError naming it."""
+    try:
+        return call()
+    except InputError:
+        raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def digest(directory: Path) -> str:
-    """SHA-256 of lab.yaml's bytes and README.md's bytes: identifies the version of a lab an attempt used."""
+    """SHA-256 of lab.yaml's bytes and README.md's bytes: identifies the version of a lab an attempt used.
+
+    Hashed a block at a time within the files' bounds (:mod:`assessor.content`): a 1 GB README is refused,
+    never read whole."""
+    from assessor.content import MAX_README_BYTES, MAX_YAML_BYTES, digest_file
+
     h = hashlib.sha256()
-    h.update((directory / LAB_FILE).read_bytes())
+    lab_file = directory / LAB_FILE
+    _bounded(lambda: digest_file(h, lab_file, limit=MAX_YAML_BYTES, what="a YAML file"), lab_file)
     h.update(b"\0")
     readme = directory / README
     if readme.is_file():
-        h.update(readme.read_bytes())
+        _bounded(lambda: digest_file(h, readme, limit=MAX_README_BYTES, what="a lab's README"), readme)
     return h.hexdigest()
+
+
+def read_readme(lab: Lab) -> str:
+    """The text of a lab's README, within :data:`assessor.content.MAX_README_BYTES` (InputError naming the
+    file and the bound; a byte that is not UTF-8 names its line)."""
+    from assessor.content import MAX_README_BYTES, read_text
+
+    path = lab.readme
+    text: str = _bounded(lambda: read_text(path, limit=MAX_README_BYTES, what="a lab's README"), path)
+    return text
 
 
 def load_lab(directory: Path | str) -> Lab:
@@ -177,8 +203,17 @@ def validated_stamp(directory: Path) -> Path | None:
         return None
     h = hashlib.sha256(_validator_fingerprint().encode())
     h.update(f"{directory.parent.name}/{directory.name}\0".encode())  # the id and domain must match the folders
+    from assessor.content import MAX_README_BYTES, MAX_YAML_BYTES, digest_file
+
     for file in sorted(p for p in directory.iterdir() if p.is_file()):
-        h.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+        # each file a block at a time, within the bound of its kind: a README or anything else of the folder
+        # (playbooks, answers) up to the README's bound, the lab.yaml up to a YAML file's
+        limit, what = (MAX_YAML_BYTES, "a YAML file") if file.name == LAB_FILE else (MAX_README_BYTES, "a lab file")
+        if file.name == README:
+            what = "a lab's README"
+        h.update(file.name.encode() + b"\0")
+        _bounded(lambda f=file, n=limit, w=what: digest_file(h, f, limit=n, what=w), file)
+        h.update(b"\0")
     return Path(cache_home) / "gpulab" / "labs-valid" / h.hexdigest()
 
 
@@ -272,8 +307,18 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
     readme = directory / README
     if not readme.is_file():
         out.append(InputError(f"{readme}: missing: every lab has a README.md (what the candidate reads)"))
-    elif not readme.read_text(encoding="utf-8", errors="replace").strip():
-        out.append(InputError(f"{readme}: empty"))
+    else:
+        from assessor.content import MAX_README_BYTES, read_bytes
+
+        try:
+            empty = not read_bytes(readme, limit=MAX_README_BYTES, what="a lab's README").strip()
+        except InputError as exc:
+            out.append(exc)
+        except OSError as exc:
+            out.append(InputError(f"{readme}: cannot read: {exc.strerror or exc}"))
+        else:
+            if empty:
+                out.append(InputError(f"{readme}: empty"))
     out += _exam_domain_problems(located)
     design = data["target"] == "design"
     if not design:
@@ -600,7 +645,10 @@ def reference_answer(lab: Lab) -> str:
     with the variant ``lab`` was built with."""
     if lab.solution_answer is None:
         raise InputError(f"lab {lab.id} has no reference answer (solution.answer)")
-    text = (lab.path / lab.solution_answer).read_text(encoding="utf-8")
+    from assessor.content import MAX_YAML_BYTES, read_text
+
+    path = lab.path / lab.solution_answer
+    text: str = _bounded(lambda: read_text(path, limit=MAX_YAML_BYTES, what="a reference answer"), path)
     if not lab.variant:
         return text
     return _PLACEHOLDER.sub(lambda m: str(lab.variant.get(m.group(1), m.group(0))), text)

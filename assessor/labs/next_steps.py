@@ -1,6 +1,8 @@
 """What a lab command tells the user to do next, as complete command lines they can paste.
 
 Built from what the command did; nothing here changes anything (the start's own lines are kept as they are).
+The lines are raw data (a target, a candidate's name, an inventory path): the CLI neutralises each where it
+prints it (:mod:`assessor.labs.commands`).
 """
 
 from __future__ import annotations
@@ -48,15 +50,14 @@ def after_start(
     running, how to enter the node and how to grade. What the scenario did stays unsaid: naming the fault
     would give a troubleshooting lab away. ``candidate`` is as given (None: the OS user, ``who``)."""
     from assessor.labs.attempts import iso
-    from assessor.neutralise import visible
 
-    lines = [visible(line) for line in steps if "--replace-node" in line or line.startswith("closed ")]
+    lines = [line for line in steps if "--replace-node" in line or line.startswith("closed ")]
     lines.append(f"{lab.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
     if lab.variants:
-        from assessor.labs.loader import pick_variant, placeholders
+        from assessor.labs.loader import pick_variant, placeholders, read_readme
 
         # only what the instructions name: a variant the candidate must find (mig-101's GPU) stays unsaid
-        named = placeholders(lab.readme.read_text(encoding="utf-8"))
+        named = placeholders(read_readme(lab))
         chosen = ", ".join(f"{k} = {v}" for k, v in pick_variant(lab, who).items() if k in named)
         if chosen:
             lines.append(f"your variant of {lab.id}: {chosen} (read {{name}} in the instructions as these)")

@@ -60,9 +60,12 @@ class Member:
 
 def read(path: str) -> list[Member]:
     """The members of a candidates file, in file order (InputError: file, line and key)."""
+    from assessor.content import MAX_YAML_BYTES, read_text
+
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        # the size is checked before a byte is read: a 1 GB candidates file is one line of error
+        text = read_text(file, limit=MAX_YAML_BYTES, what="a candidates file")
     except FileNotFoundError:
         raise InputError(f"{path}: candidates file does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -40,7 +40,12 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"^\|\s*Processes:\s*\|", _M),
         re.compile(r"^\|\s*MIG devices:\s*\|", _M),
     ),
-    "nvidia-smi-nvlink": (re.compile(r"^[ \t]+Link \d{1,3}: (?:\d+(?:\.\d+)? GB/s|<inactive>)[ \t]*$", _M),),
+    "nvidia-smi-nvlink": (
+        re.compile(r"^[ \t]+Link \d{1,3}: (?:\d+(?:\.\d+)? GB/s|<inactive>)[ \t]*$", _M),
+        # nvlink -R (the far end of each link), and nvlink -s on a board whose links are all down
+        re.compile(r"^[ \t]+Link \d{1,3}: Remote Device [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d: Link \d", _M),
+        re.compile(r"^GPU \d{1,3}: [^\n]{1,200}\n(?:NVML: )?Unable to retrieve NVLink information", _M | re.I),
+    ),
     "nvidia-smi-list": (re.compile(r"^GPU \d{1,4}: [^\n]{0,200}\(UUID: ?GPU-[^\n)]{0,80}\)[ \t]*$", _M),),
     "nvidia-smi-topo": (
         re.compile(r"^[ \t]*X[ \t]+= Self[ \t]*$", _M),
@@ -75,6 +80,8 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"^#\s*size\s+count\s+type\s+", _M),
         re.compile(r"^#\s*Avg bus bandwidth\s*:", _M),
         re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s", _M),
+        # a run that died before its table: nccl-tests' own failure line (common.cu)
+        re.compile(r"\bTest (?:CUDA|NCCL) failure common\.cu:\d+"),
     ),
     "nccl-debug": (re.compile(r"NCCL (?:INFO|WARN) "), re.compile(r"\bNCCL version \d+\.\d+\.\d+")),
     "dcgmi-diag": (

@@ -8,6 +8,12 @@ more processes have sent help message ...``, ``[1,0]<stdout>:`` tags): anything 
 result row is skipped, while a result row that does not fit its header is an error, except
 on the last line where a cut-off capture is expected.
 
+A run that stopped prints why on one line, which is kept as ``failure``: nccl-tests' CUDACHECK and
+NCCLCHECK print ``HOST: Test CUDA failure common.cu:941 'system not yet initialized'`` (or ``Test NCCL
+failure ... 'unhandled system error / '``), then `` .. HOST pid N: Test failure common.cu:891`` for each
+frame; releases before 2.0 printed ``Cuda failure common.cu:NNN '...'`` or ``NCCL failure ...`` without the
+host. Such a run is an nccl-tests output even when it stopped before its header.
+
 A file that holds only NCCL_DEBUG lines (a run that died before its table, or an application's
 log) is read as the NCCL log it is: ``tests_output`` is False, and the checks judge its network,
 transports and WARN lines without a table.
@@ -38,6 +44,10 @@ _RANK = re.compile(
 )
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+# "gpu: Test CUDA failure common.cu:1030 'system not yet initialized'", "NCCL failure common.cu:908 'x'."
+_FAILURE = re.compile(r"^(?:\S+:\s+)?(?P<what>(?:Test\s+)?(?:CUDA|Cuda|NCCL)\s+failure\s+\S+:\d+\s+'.*')\.?\s*$")
+# " .. gpu pid 3018: Test failure common.cu:937": the frames above it, printed after the failure line.
+_FAILURE_FRAME = re.compile(r"^\.\.\s+\S+\s+pid\s+\d+:\s+(?P<what>Test failure\s+\S+:\d+)\s*$")
 _INT = re.compile(r"^-?\d+$")
 _NUMERIC = re.compile(r"^(?:-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|N/A)$")
 
@@ -174,6 +184,10 @@ def parse(text: str) -> NodeFacts:
             continue
         tokens = stripped.split()
         if not _looks_like_row(tokens):
+            if (m := _FAILURE.match(stripped)) and (run.failure is None or run.failure.startswith("Test failure ")):
+                run.failure = _failure_text(m.group("what"))  # the first cause (after a frame: ranks interleave)
+            elif run.failure is None and (m := _FAILURE_FRAME.match(stripped)):
+                run.failure = _failure_text(m.group("what"))
             if command_test is None and (m := _TEST_BINARY.search(stripped)):
                 command_test = m.group(1)
             continue
@@ -192,7 +206,7 @@ def parse(text: str) -> NodeFacts:
             if layout is None:
                 continue  # no header seen: not sure this is a table at all
             raise ParseError(f"result row does not fit the table header: {exc}", line=i + 1) from None
-    if not seen_header and not run.rows:
+    if not seen_header and not run.rows and run.failure is None:
         if is_nccl_log(text):
             return NodeFacts(nccl=NcclRun(debug=debug_of(text, raw_lines), tests_output=False))
         raise ParseError("no nccl-tests results found (and no NCCL_DEBUG lines)", line=1)
@@ -203,6 +217,12 @@ def parse(text: str) -> NodeFacts:
     run.test = starting_test or command_test
     run.debug = debug_of(text, raw_lines)
     return NodeFacts(nccl=run)
+
+
+def _failure_text(what: str) -> str:
+    """The failure as printed, spaces collapsed and NCCL's empty last-error suffix (`` / '``) dropped."""
+    text = " ".join(what.split())
+    return re.sub(r"\s*/\s*'$", "'", text)
 
 
 def _row_tail(lines: list[str], i: int) -> tuple[int, list[str]] | None:

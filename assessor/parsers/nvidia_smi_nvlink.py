@@ -1,4 +1,4 @@
-"""``nvidia-smi nvlink -s``: each GPU's NVLinks, with the link speed or ``<inactive>``.
+"""``nvidia-smi nvlink -s``: each GPU's NVLinks, with the link speed or ``<inactive>`` (or ``-R``: the far end).
 
 ::
 
@@ -23,6 +23,8 @@ _GPU_START = re.compile(r"^GPU\s+(?P<index>\d+):")
 _UUID = re.compile(r"^\(UUID:\s*(?P<uuid>[^)\s]+)\)$")
 _LINK = re.compile(r"^Link\s+(?P<link>\d+):\s*(?P<value>.*)$")
 _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?)\s*GB/s$")
+# nvlink -R: "Remote Device 00000000:07:00.0: Link 46", the far end of a link that is up
+_REMOTE = re.compile(r"^Remote Device\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d:\s*Link\s+\d+$")
 
 
 def parse(text: str) -> NodeFacts:
@@ -50,6 +52,8 @@ def parse(text: str) -> NodeFacts:
             speed = _SPEED.match(value)
             if value.lower() == "<inactive>":
                 gpus[-1].links.append(NvLink(link=int(m["link"]), active=False))
+            elif _REMOTE.match(value):
+                gpus[-1].links.append(NvLink(link=int(m["link"]), active=True))  # connected; -R gives no speed
             elif speed:
                 gpus[-1].links.append(NvLink(link=int(m["link"]), active=True, speed_gbps=float(speed["speed"])))
             elif i != last:  # the last line may be cut in half

@@ -125,8 +125,8 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         pcie_width_current=_int(g, "pci/pci_gpu_link_info/link_widths/current_link_width"),
         pcie_width_max=_int(g, "pci/pci_gpu_link_info/link_widths/max_link_width"),
         temperature_c=_int(g, "temperature/gpu_temp"),
-        temperature_slowdown_c=_int(g, "temperature/gpu_temp_slow_threshold"),
-        temperature_shutdown_c=_int(g, "temperature/gpu_temp_max_threshold"),
+        temperature_slowdown_c=_threshold(g, "slow"),
+        temperature_shutdown_c=_threshold(g, "max"),
         power_draw_w=_first_float(power, "power_draw", "instant_power_draw", "average_power_draw"),
         # current_power_limit (v12+) and enforced_power_limit (v11) are the limit in force;
         # v11's power_limit is the one requested, which the enforced one can undercut.
@@ -140,6 +140,23 @@ def _gpu(index: int, g: ET.Element) -> Gpu:
         performance_state=_text(g, "performance_state"),
         utilization_gpu_pct=_float(g, "utilization/gpu_util"),
     )
+
+
+def _threshold(g: ET.Element, kind: str) -> int | None:
+    """An absolute temperature threshold (C): ``gpu_temp_<kind>_threshold``, or from a T.Limit GPU's spelling.
+
+    T.Limit GPUs (Hopper, Ada and Blackwell from R550: 580 H100 and 595 L40S captures) give the thresholds
+    relative to the T.Limit point (``gpu_temp_max_tlimit_threshold`` -8 C) and the margin to it
+    (``gpu_temp_tlimit`` 57 C at ``gpu_temp`` 30 C): the point is 87 C, the threshold 87 - (-8) = 95 C.
+    """
+    absolute = _int(g, f"temperature/gpu_temp_{kind}_threshold")
+    if absolute is not None:
+        return absolute
+    relative = _int(g, f"temperature/gpu_temp_{kind}_tlimit_threshold")
+    current, margin = _int(g, "temperature/gpu_temp"), _int(g, "temperature/gpu_temp_tlimit")
+    if relative is None or current is None or margin is None:
+        return None
+    return current + margin - relative
 
 
 def _mig_devices(g: ET.Element) -> list[int] | None:

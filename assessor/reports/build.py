@@ -54,8 +54,9 @@ def make(
         databases.append(Path(db))
     if not inputs and db is None:
         databases.append(None)  # the default attempts database
+    findings: list[str] = []  # the databases' own flags: rows missing, an edited head record (report-level)
     for path in databases:
-        records += documents.records_from_db(path, candidates, cohort)
+        records += documents.records_from_db(path, candidates, cohort, findings=findings)
     if candidates:  # grade files may hold other people too
         records = [r for r in records if r.candidate in set(candidates)]
     from assessor.labs import levels
@@ -77,12 +78,19 @@ def make(
             )
         from assessor.reports import candidate
 
-        return Report(kind, candidate.build(who, records, catalogue, rules))
+        return Report(kind, candidate.build(who, records, catalogue, rules, database_flags=findings))
     from assessor.reports import cohort as cohort_report
 
     name = cohort or "cohort"
     doc = cohort_report.build(
-        name, records, catalogue, rules, candidates=candidates, ungraded=read.ungraded, identities=identities
+        name,
+        records,
+        catalogue,
+        rules,
+        candidates=candidates,
+        ungraded=read.ungraded,
+        identities=identities,
+        database_flags=findings,
     )
     return Report(kind, doc)
 

@@ -131,8 +131,10 @@ def build(
     rules: Any,
     *,
     now: dt.datetime | None = None,
+    database_flags: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The candidate report document, validated."""
+    """The candidate report document, validated. ``database_flags``: what the attempts database read tells of
+    itself as a whole (rows missing at its end, :func:`assessor.reports.documents.database_findings`)."""
     from assessor.labs import levels as level_rule
     from assessor.labs.model import DOMAINS, LEVEL_NAMES
 
@@ -208,5 +210,6 @@ def build(
         "certifications": certs,
         "recommended_certification": max(fitting, key=lambda c: c["level"])["exam"] if fitting else None,
         "flags": sorted({f"{e['lab']}: {f}" for e in attempted for f in e["flags"]}),
+        "database_flags": list(database_flags),
     }
     return validate(doc, "candidate")

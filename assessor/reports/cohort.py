@@ -153,10 +153,13 @@ def build(
     ungraded: Sequence[UngradedRecord] = (),
     identities: Mapping[str, Mapping[str, str]] | None = None,
     now: dt.datetime | None = None,
+    database_flags: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The cohort report document, validated. ``candidates`` adds people with no attempt yet; ``ungraded``
     are the candidates a grade run could not grade (each gets a row that says so); ``identities`` are who
-    each candidate is in the school's systems (from the candidates file), for an LMS import."""
+    each candidate is in the school's systems (from the candidates file), for an LMS import.
+    ``database_flags``: what the attempts database read tells of itself as a whole (rows missing at its end,
+    :func:`assessor.reports.documents.database_findings`)."""
     from assessor.labs import levels as level_rule
     from assessor.labs.model import DOMAINS
     from assessor.reports.content import load_data
@@ -227,5 +230,6 @@ def build(
         "failed_checks": failed_checks(records),
         "teams": team_readiness(people, teams.get("teams") or []),
         "team_source": str(teams.get("source", "")),
+        "database_flags": list(database_flags),
     }
     return validate(doc, "cohort")

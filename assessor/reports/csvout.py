@@ -94,7 +94,21 @@ def gradebook(doc: dict[str, Any]) -> list[list[Any]]:
                 ]
         row.append("; ".join(person["flags"]) or None)
         rows.append(row)
-    return rows
+    return with_database_flags(doc, rows)
+
+
+def with_database_flags(doc: dict[str, Any], rows: list[list[Any]]) -> list[list[Any]]:
+    """The report-level flags of the attempts database (rows missing at its end: ``database_flags``) as a last
+    column, ``database_flags``, the same in every row, so no row read on its own hides them; added only when
+    there are some, and no comment line or extra header an import would choke on. With no row to carry them, one
+    row holds them alone, its other cells empty. (The ``--lms`` layouts carry no column an LMS does not know:
+    `gpulab report` warns on the terminal instead, docs/REPORTS.md.)"""
+    flags = doc.get("database_flags") or []
+    if not flags:
+        return rows
+    text = "; ".join(flags)
+    head, body = rows[0], rows[1:] or [[None] * len(rows[0])]
+    return [[*head, "database_flags"], *([*row, text] for row in body)]
 
 
 def lms_rows(doc: dict[str, Any], lms: str) -> list[list[Any]]:
@@ -157,7 +171,9 @@ def candidate_rows(doc: dict[str, Any]) -> list[list[Any]]:
                 "; ".join(lab["flags"]) or None,
             ]
         )
-    return rows
+    if len(rows) == 1 and doc.get("database_flags"):
+        rows.append([doc["candidate"], *([None] * (len(head) - 1))])  # no lab row: the flags still show
+    return with_database_flags(doc, rows)
 
 
 def fleet_rows(doc: dict[str, Any]) -> list[list[Any]]:

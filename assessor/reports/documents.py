@@ -323,13 +323,22 @@ def _read_json(path: Path, out: Inputs, *, strict: bool) -> None:
 
 
 def records_from_db(
-    path: Path | None, candidates: list[str] | None = None, cohort: str | None = None
+    path: Path | None,
+    candidates: list[str] | None = None,
+    cohort: str | None = None,
+    *,
+    findings: list[str] | None = None,
 ) -> list[AttemptRecord]:
     """Attempt records from the attempts database: some candidates, one cohort (when the database knows
-    cohorts), or everyone."""
+    cohorts), or everyone.
+
+    ``findings``, when given, receives what the database tells of itself as a whole
+    (:func:`database_findings`): report-level flags, since a row that is gone belongs to nobody's record."""
     from assessor.labs import attempts
 
     with attempts.opened(path) as conn:
+        if findings is not None:
+            findings += database_findings(conn, path)
         rows = attempts.attempts(conn)
         if cohort is not None:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(attempts)")}
@@ -342,6 +351,16 @@ def records_from_db(
         wanted = set(candidates)
         rows = [a for a in rows if a.candidate in wanted]
     return [record_from_attempt(a) for a in rows]
+
+
+def database_findings(conn: Any, path: Path | None) -> list[str]:
+    """The attempts database's whole-database findings (:func:`assessor.labs.attempts.head_findings`: rows
+    missing at its end since gpulab last wrote it, an edited head record), each naming the database. Rows
+    edited by hand are not here: each is a flag of its own attempt."""
+    from assessor.labs import attempts
+
+    where = path if path is not None else attempts.default_path()
+    return [f"attempts database {where}: {why}" for why in attempts.head_findings(conn)]
 
 
 def grade_document(grade_json: dict[str, Any]) -> dict[str, Any]:

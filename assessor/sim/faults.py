@@ -28,7 +28,7 @@ from typing import Any
 from assessor.errors import InputError
 from assessor.sim import clock as node_clock
 from assessor.sim.state import GpuProcess, GpuState, IbHcaState, NodeState, ServiceState
-from assessor.sim.tools.system import append_kernel_log
+from assessor.sim.tools.system import IMEX_CONFIG, IMEX_NODES_CONFIG, IMEX_UNIT, NETPLAN_CONFIG, append_kernel_log
 
 FaultFunc = Callable[..., None]
 DiskFunc = Callable[[NodeState, Path], None]  # writes (or removes) a fault's cause in the node's files
@@ -256,19 +256,25 @@ def _xid_48(state: NodeState, gpu: Any = None) -> None:
     # A double-bit error is an uncorrectable ECC error: the counters count it too.
     g.ecc.volatile_uncorrected += 1
     g.ecc.aggregate_uncorrected += 1
-    append_kernel_log(
-        state,
-        [
-            _xid(
-                g,
-                48,
-                "An uncorrectable double bit error (DBE) has been detected on GPU in the "
-                "framebuffer at partition 6, subpartition 0.",
-                pid="3012447",
-                name="python3",
-            )
-        ],
-    )
+    lines = [
+        _xid(
+            g,
+            48,
+            "An uncorrectable double bit error (DBE) has been detected on GPU in the "
+            "framebuffer at partition 6, subpartition 0.",
+            pid="3012447",
+            name="python3",
+        )
+    ]
+    if g.remapped_rows is not None:
+        # Ampere and later remap rows instead of retiring pages: the uncorrectable error marks its row for
+        # remapping, pending until the GPU is reset (NVIDIA's GPU memory error management guide; Xid catalogue,
+        # Xid 63: "Row Remapper: New row marked for remapping, reset gpu to activate").
+        g.remapped_rows.uncorrectable += 1
+        g.remapped_rows.pending = True
+        remap = "Row Remapper: New row (0x0000000000a4c3b0) marked for remapping, reset gpu to activate."
+        lines.append(_xid(g, 63, remap))
+    append_kernel_log(state, lines)
 
 
 def _xid_74(state: NodeState, gpu: Any = None, link: Any = None) -> None:
@@ -306,6 +312,14 @@ def _clear_xid(state: NodeState, gpu: Any = None, **_: Any) -> None:
 
 def _revert_xid_74(state: NodeState, gpu: Any = None, link: Any = None) -> None:
     _clear_xid(state, gpu)
+
+
+def _revert_xid_48(state: NodeState, gpu: Any = None) -> None:
+    """Reboot: the reset activates the row the error marked for remapping."""
+    _clear_xid(state, gpu)
+    g = _gpu(state, gpu)
+    if g.remapped_rows is not None:
+        g.remapped_rows.pending = False
 
 
 def _row_remap_pending(state: NodeState, gpu: Any = None) -> None:
@@ -477,6 +491,65 @@ def _fabric_manager_cause_gone(state: NodeState, root: Path) -> None:
             target.unlink()
 
 
+# The IMEX daemon of a GB200 NVL72 compute tray, failed: last night the rack's management network moved from
+# 10.114.1.0/24 to 10.114.2.0/24 (trays 1-18 at .11-.28). The tray's netplan has its new address, but its IMEX
+# node list (/etc/nvidia-imex/nodes_config.cfg) still lists the rack's old addresses, so the daemon finds none of
+# them on this node and exits, at every start and at boot, logging "No matching network interface found for any IP
+# addresses in the node configuration file ..." (assessor.sim.tools.system.imex_error). A restart or a reboot alone
+# does not bring it back: the node list must name the trays' new addresses (the same list on every tray).
+IMEX_OLD_NET, IMEX_NEW_NET, IMEX_TRAYS = "10.114.1", "10.114.2", 18
+
+
+def imex_nodes_list(net: str) -> str:
+    return "".join(f"{net}.{11 + i}\n" for i in range(IMEX_TRAYS))
+
+
+def imex_netplan(address: str) -> str:
+    gateway = address.rsplit(".", 1)[0] + ".1"
+    return (
+        "# This file is generated from information provided by the datasource.  Changes\n"
+        "# to it will not persist across an instance reboot.\n"
+        "network:\n    version: 2\n    ethernets:\n        enP5p9s0:\n"
+        f"            addresses:\n            - {address}/24\n"
+        f"            routes:\n            -   to: default\n                via: {gateway}\n"
+    )
+
+
+def _imex_stopped(state: NodeState) -> None:
+    service = _service(state, IMEX_UNIT)
+    service.since_s = node_clock.advance(state, 1.0)
+    service.active_state, service.sub_state = "failed", "failed"
+    service.result, service.exec_main_status = "exit-code", 1
+
+
+def _imex_started(state: NodeState) -> None:
+    _restore_service(state, IMEX_UNIT)
+
+
+# The keys of the config the nvidia-imex package installs that the lab's story touches, with their defaults
+# (NVIDIA IMEX guide, "IMEX Service Config Options"; the installed file as aws/aws-parallelcluster-cookbook#2996
+# ships it).
+IMEX_DEFAULT_CONFIG = (
+    "DAEMONIZE=1\nBIND_INTERFACE_IP=\nSERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=" + IMEX_NODES_CONFIG + "\n"
+    "IMEX_WAIT_FOR_QUORUM=RECOVERY\nIMEX_ENABLE_AUTH_ENCRYPTION=0\n"
+)
+
+
+def _imex_cause(state: NodeState, root: Path) -> None:
+    from assessor.sim.config_root import read_config, write_node_file
+
+    if read_config(root, IMEX_CONFIG) is None:
+        write_node_file(root, IMEX_CONFIG, IMEX_DEFAULT_CONFIG)
+    write_node_file(root, NETPLAN_CONFIG, imex_netplan(f"{IMEX_NEW_NET}.11"))
+    write_node_file(root, IMEX_NODES_CONFIG, imex_nodes_list(IMEX_OLD_NET))
+
+
+def _imex_cause_gone(state: NodeState, root: Path) -> None:
+    from assessor.sim.config_root import write_node_file
+
+    write_node_file(root, IMEX_NODES_CONFIG, imex_nodes_list(IMEX_NEW_NET))
+
+
 def _newer(version: str) -> str:
     """A later release of the same branch: 535.129.03 -> 535.161.03."""
     parts = version.split(".")
@@ -644,10 +717,11 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "xid-48",
-            "a double-bit ECC error: Xid 48 and an uncorrectable ECC count (option gpu)",
+            "a double-bit ECC error: Xid 48, an uncorrectable ECC count and, from Ampere on, a row marked for "
+            "remapping (Xid 63) (option gpu)",
             "gpu.xid",
             _xid_48,
-            _clear_xid,
+            _revert_xid_48,
         ),
         Fault(
             "xid-74",
@@ -686,6 +760,16 @@ FAULTS: dict[str, Fault] = {
             _fabric_manager_started,
             _fabric_manager_cause,
             _fabric_manager_cause_gone,
+        ),
+        Fault(
+            "imex-stopped",
+            "nvidia-imex failed on a GB200 tray: its node list (/etc/nvidia-imex/nodes_config.cfg) names the rack's "
+            "old addresses, none of them this tray's (logged at every start): no multi-node NVLink memory sharing",
+            "services.active",
+            _imex_stopped,
+            _imex_started,
+            _imex_cause,
+            _imex_cause_gone,
         ),
         Fault(
             "driver-mismatch",

@@ -10,9 +10,12 @@ What the real node shows (public captures; the wording is reproduced in :mod:`.t
   on the GPU is enough). Legacy persistence mode without the daemon holds the GPU the same way.
 - The DCGM host engine ``nv-hostengine`` (the MIG User Guide: "All daemons holding handles on driver
   modules need to be stopped before MIG enablement", naming DCGM and nvsm on DGX).
-- The fabric manager on NVSwitch systems of the Ampere generation (DGX/HGX A100), where it owns the GPUs'
-  NVLink state; from Hopper on the driver resets a GPU and the fabric manager re-registers it afterwards
-  (:func:`.tools.nvidia_smi.gpu_reset` leaves such a GPU "In Progress" while the fabric manager is down).
+- Not the fabric manager: the nvidia-smi man page (``-r``) says that on Ampere NVSwitch systems the fabric
+  manager is required to facilitate a reset (with it running each GPU can be reset individually) and that
+  from Hopper on the reset no longer depends on it; a reset GPU registers with the fabric again, which
+  :func:`.tools.nvidia_smi.gpu_reset` leaves "In Progress" while the fabric manager is down. (Not modelled:
+  with the fabric manager stopped an Ampere NVSwitch GPU may only be reset together with all its NVLink
+  peers; docs/FIDELITY.md, row 13.)
 - ``nvidia_drm`` loaded: NVIDIA/mig-parted#181 ("Toggling MIG mode fails when nvidia_drm module is
   loaded"; the workaround is ``rmmod nvidia_drm``).
 
@@ -38,10 +41,6 @@ def unit_running(state: NodeState, unit: str) -> bool:
     return service is not None and service.active_state == "active" and service.sub_state == "running"
 
 
-def _fabric_manager_holds(gpu: GpuState) -> bool:
-    return gpu.fabric_state is not None and gpu.architecture == "Ampere"
-
-
 def gpu_holders(state: NodeState, gpu: GpuState) -> list[str]:
     """What holds ``gpu`` open, one phrase each (empty: the GPU is idle and may be reset)."""
     out = [f"{p.name} (pid {p.pid})" for p in gpu.processes]
@@ -55,8 +54,6 @@ def gpu_holders(state: NodeState, gpu: GpuState) -> list[str]:
             out.append("persistence mode (nvidia-smi -pm 1)")
     if unit_running(state, "nvidia-dcgm.service"):
         out.append("nvidia-dcgm.service (nv-hostengine)")
-    if _fabric_manager_holds(gpu) and unit_running(state, "nvidia-fabricmanager.service"):
-        out.append("nvidia-fabricmanager.service (nv-fabricmanager)")
     if state.module_loaded("nvidia_drm"):
         out.append("the nvidia_drm kernel module")
     return out

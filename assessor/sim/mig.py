@@ -214,17 +214,21 @@ def _extra_models() -> dict[str, dict[str, Any]]:
             # corpus/nvml/mig_lgip_A30_24GB.txt, mig_lgipp_A30.txt and mig_lgi_A30_4x1g.txt: -lgip, -lgipp and
             # -lgi of an A30 (4 memory slices, 4 compute slices). Its 1g is profile 14 and its whole GPU
             # 4g.24gb. -lgi: 1g.6gb at 0,1,2,3 are GIs 3,4,5,6, the low-first numbering on half the slots.
+            # 2g.12gb+me (profile 6) from R525 (MIG User Guide, A30 table; mig_lgip_A30_535_with_2g12gb_me.txt,
+            # 535.183.01, which also prints the whole GPU as 23.44 GiB): the fixture's drivers are all R525+.
             "gi_id_order": "low-first",
             "profiles": [
                 (14, "1g.6gb", 5.81, 14, 1, 0, 1, 0, 0),
                 (21, "1g.6gb+me", 5.81, 14, 1, 0, 1, 1, 1),
                 (5, "2g.12gb", 11.69, 28, 2, 0, 2, 0, 0),
-                (0, "4g.24gb", 23.50, 56, 4, 0, 4, 1, 1),
+                (6, "2g.12gb+me", 11.69, 28, 2, 0, 2, 1, 1),
+                (0, "4g.24gb", 23.44, 56, 4, 0, 4, 1, 1),
             ],
             "layout": {
                 14: ((0, 1, 2, 3), 1, 4),
                 21: ((0, 1, 2, 3), 1, 1),
                 5: ((0, 2), 2, 2),
+                6: ((0, 2), 2, 1),
                 0: ((0,), 4, 1),
             },
             "gi_ids": {(4, 0): 0, (2, 0): 1, (2, 2): 2, **{(1, s): 3 + s for s in range(4)}},
@@ -499,6 +503,8 @@ def _fits(profiles: Sequence[GiProfile], existing: Sequence[Placed], profile: Gi
         return False
     if sum(1 for p in existing if p.profile_id == profile.id) >= profile.max_instances:
         return False
+    if profile.name.endswith("+me") and any(p.name.endswith("+me") for p in existing):
+        return False  # one media extension per GPU: an A30's 1g.6gb+me and 2g.12gb+me exclude each other
     slices = {p.id: p.slices for p in profiles}
     used = sum(slices.get(p.profile_id, 0) for p in existing)
     return used + profile.slices <= COMPUTE_SLICES

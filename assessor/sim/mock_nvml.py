@@ -1000,12 +1000,13 @@ class MockNvml:
         """(NVML device type, PCI bus id) at the far end of a link: an NVSwitch or a peer GPU."""
         nvlink = self._link(device, link)
         state = self._st()
+        # the same far end as nvidia-smi nvlink -p / -R
+        from assessor.sim.tools.nvidia_smi_nvlink_cmd import remote_end
+
+        bus_id = remote_end(state, self._physical(device), nvlink)[0]
         if nvlink.remote.startswith("GPU") and nvlink.remote[3:].isdigit():
-            return pynvml.NVML_NVLINK_DEVICE_TYPE_GPU, state.gpu(int(nvlink.remote[3:])).bus_id
-        if state.nvswitches:
-            switch = state.nvswitches[link % len(state.nvswitches)]  # links spread over the switches
-            return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH, switch.bus_id
-        return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH, "00000000:00:00.0"
+            return pynvml.NVML_NVLINK_DEVICE_TYPE_GPU, bus_id
+        return pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH, bus_id
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int:
         return int(self._remote(handle, link)[0])
@@ -1299,11 +1300,10 @@ class MockNvml:
         _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlDeviceGetMemoryBusWidth(self, handle: Any) -> int:
-        """5120 bits for the five or six HBM stacks of A100/H100/H200; 384 for GDDR boards."""
+        """Bits: 1024 per HBM stack (A30 3, A100/H100 SXM 5, H100 NVL/H200 6, B200 8); 384 for GDDR boards."""
         gpu = self._physical(handle)
-        return (
-            5120 if "HBM" in gpu.name or any(m in gpu.name for m in ("A100", "H100", "H200", "H800", "B200")) else 384
-        )
+        widths = {"A30": 3072, "A100": 5120, "H100 NVL": 6144, "H100": 5120, "H800": 5120, "H200": 6144, "B200": 8192}
+        return next((bits for model, bits in widths.items() if model in gpu.name), 384)
 
     def nvmlDeviceGetNumGpuCores(self, handle: Any) -> int:
         gpu = self._physical(handle)
@@ -1358,6 +1358,33 @@ class MockNvml:
         if node is None:
             _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return node
+
+    def nvmlDeviceGetModuleId(self, handle: Any) -> int:
+        """The module's slot on an HGX/DGX baseboard (1-8, as ``nvidia-smi -q`` prints it); a PCIe card says 1.
+
+        nvml.h says 0 for a product without a baseboard, but real 550 drivers print ``Module ID : 1`` for
+        PCIe A40 and L40S boards (captures in tests/data/corpus/nvidia_smi_q), so the simulator follows them.
+        """
+        gpu = self._physical(handle)
+        return gpu.index + 1 if gpu.fabric_state is not None or gpu.nvlinks else 1
+
+    def _gsp_enabled(self, gpu: GpuState) -> bool:
+        """GSP firmware runs on Hopper and later always, and on Turing to Ada from the R555 drivers on."""
+        if gpu.architecture in ("Hopper", "Blackwell"):
+            return True
+        major = self._st().driver.version.split(".")[0]
+        return major.isdigit() and int(major) >= 555
+
+    def nvmlDeviceGetGspFirmwareMode(self, handle: Any) -> list[int]:
+        """``[isEnabled, defaultMode]``: both follow the driver's default, nobody here sets NVreg_EnableGpuFirmware."""
+        enabled = int(self._gsp_enabled(self._physical(handle)))
+        return [enabled, enabled]
+
+    def nvmlDeviceGetGspFirmwareVersion(self, handle: Any) -> str:
+        gpu = self._physical(handle)
+        if not self._gsp_enabled(gpu):
+            _raise(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return self._st().driver.version
 
     def nvmlUnitGetCount(self) -> int:
         self._st()

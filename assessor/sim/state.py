@@ -197,6 +197,10 @@ class GpuState:
     power_max_limit_w: float | None = None
     clocks_mhz: dict[str, int] = field(default_factory=dict)  # graphics, sm, memory, video: current
     max_clocks_mhz: dict[str, int] = field(default_factory=dict)
+    # Set by nvidia-smi -ac MEM,GR ({"graphics": .., "memory": ..}); empty: the board's default applications clocks.
+    applications_clocks_mhz: dict[str, int] = field(default_factory=dict)
+    locked_gpu_clocks_mhz: list[int] | None = None  # nvidia-smi -lgc MIN,MAX; None: not locked (-rgc)
+    accounting_mode: bool = False  # nvidia-smi -am 1
     performance_state: str = "P0"
     throttle_reasons: list[str] = field(default_factory=list)  # keys of THROTTLE_REASON_BITS that are active
     pcie_gen_current: int = 4

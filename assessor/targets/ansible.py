@@ -12,7 +12,14 @@ playbooks here, the same way:
 - SSH connections shared only within the run: the ControlPath lives in the private directory and every
   master is told to exit when the run ends, so a second run always makes a new connection and checks the
   host key again (a node whose key changed a second ago is refused);
-- Ansible quiet (its own warnings never reach the user); events reported host by host to a callback.
+- Ansible quiet (its own warnings never reach the user); events reported host by host to a callback;
+- nothing outlives a run. On the node: every remote command goes through gpulab's ``gpulab_ssh`` connection
+  (:mod:`assessor.targets.ansible_plugins.connection.gpulab_ssh`), which runs it under the guard of
+  :mod:`assessor.targets.guard`: a task Ansible gave up on (``ANSIBLE_TASK_TIMEOUT``) is ended on the node a
+  moment later, and whatever runs there ends when the run's connections close. Here: ansible-playbook runs
+  in a session of its own (ansible-runner spawns it on a pty) and is killed as a whole process group when
+  the run is over its limit, when gpulab is interrupted (SIGINT, SIGTERM: :data:`assessor.targets.guard.STOP`,
+  or a KeyboardInterrupt in the thread that waits for it), and the run's SSH masters are told to exit after.
 """
 
 from __future__ import annotations
@@ -20,10 +27,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +117,26 @@ def run_limit(options: TargetOptions) -> float:
     return max(60.0, 4 * options.host_timeout)
 
 
+def guard_environment(options: TargetOptions) -> dict[str, str]:
+    """What puts every remote command of the run under gpulab's guard: the ``gpulab_ssh`` connection plugin as
+    the default connection, the guard's text and each command's limit (a task's own, ``host_timeout``).
+
+    A host whose inventory names its connection (``ansible_connection: ssh``, ``paramiko_ssh``) keeps it and
+    runs unguarded: Ansible still gives up on its hung task, but what the task started stays on the node."""
+    from assessor.targets import ansible_plugins, guard
+
+    plugins = str(Path(ansible_plugins.__file__).resolve().parent / "connection")
+    configured = os.environ.get("ANSIBLE_CONNECTION_PLUGINS", "")
+    env = {
+        "ANSIBLE_CONNECTION_PLUGINS": os.pathsep.join([plugins, configured]) if configured else plugins,
+        "GPULAB_REMOTE_GUARD": guard.GUARD,
+        "GPULAB_REMOTE_LIMIT": str(guard.limit_s(max(1, round(options.host_timeout)))),
+    }
+    if os.environ.get("ANSIBLE_TRANSPORT", "ssh") in ("ssh", "smart"):  # unless the user chose another
+        env["ANSIBLE_TRANSPORT"] = "gpulab_ssh"
+    return env
+
+
 def environment(options: TargetOptions, control_dir: Path) -> dict[str, str]:
     """Ansible's environment for one run."""
     env = {
@@ -135,6 +165,7 @@ def environment(options: TargetOptions, control_dir: Path) -> dict[str, str]:
     }
     if options.identity:
         env["ANSIBLE_PRIVATE_KEY_FILE"] = str(Path(options.identity).expanduser().resolve())
+    env.update(guard_environment(options))
     # ansible-playbook from the interpreter's own environment (a venv not on PATH)
     bindir = Path(sys.executable).parent
     if (bindir / "ansible-playbook").exists():
@@ -162,9 +193,13 @@ def run(
     options = options or TargetOptions()
     if isinstance(inventory, str):
         inventory = str(Path(inventory).expanduser().resolve())
-    with tempfile.TemporaryDirectory(prefix="gpulab-ansible-") as private:
+    with _private_directory() as private:
         control_dir = Path(private) / "cp"
         control_dir.mkdir(mode=0o700)
+        # how often ansible-runner looks whether to stop (read from this file only: a settings= argument is
+        # dropped when the file is missing)
+        (Path(private) / "env").mkdir(mode=0o700)
+        (Path(private) / "env" / "settings").write_text("pexpect_timeout: 1\n", encoding="utf-8")
         host_keys = {
             # as extra variables they outrank anything the inventory sets for these
             "ansible_ssh_args": ssh_args(options, control_dir),
@@ -181,7 +216,8 @@ def run(
             return True
 
         try:
-            runner = ansible_runner.run(
+            runner = _run_stoppable(
+                ansible_runner.run,
                 private_data_dir=private,
                 playbook=str(Path(playbook).resolve()),
                 inventory=inventory,
@@ -203,6 +239,62 @@ def run(
         if result.rc != 0 and not result.hosts:
             result.error = _ansible_error(result.events) or f"ansible-playbook exited {result.rc}"
     return result
+
+
+@contextlib.contextmanager
+def _private_directory() -> Iterator[str]:
+    """A fresh private directory for one run, removed afterwards: once more a moment later when ansible-runner,
+    stopped in the middle, was still writing its last events into it."""
+    private = tempfile.mkdtemp(prefix="gpulab-ansible-")
+    try:
+        yield private
+    finally:
+        for attempt in range(5):
+            try:
+                shutil.rmtree(private)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.2 * (attempt + 1))
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_stoppable(start: Callable[..., Any], **kwargs: Any) -> Any:
+    """``start(**kwargs)`` (``ansible_runner.run``) in a thread of its own, ended early when gpulab stops.
+
+    ansible-runner checks ``cancel_callback`` about once a second (``pexpect_timeout``, :func:`run`) and, when
+    it says so, kills ansible-playbook's process group (its forks and their ssh clients with it). The callback
+    is true when :data:`~assessor.targets.guard.STOP` is set (a signal, in any thread) or when the thread
+    waiting here was interrupted (KeyboardInterrupt): then the run is cancelled, waited for, and the
+    interrupt goes on.
+    Given a cancel_callback, ansible-runner also leaves the process's own signal handlers alone.
+    """
+    from assessor.targets.guard import STOP
+
+    cancel = threading.Event()
+    outcome: list[Any] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(start(**kwargs))
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+
+    kwargs["cancel_callback"] = lambda: cancel.is_set() or STOP.is_set()
+    worker = threading.Thread(target=work, name="gpulab-ansible", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except BaseException:
+        cancel.set()
+        worker.join(30)  # ansible-runner kills the group at its next look (a second) and then returns
+        raise
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _host_outcome(event: dict[str, Any], result: PlaybookRun, told: set[str], on_host: HostEvent | None) -> None:

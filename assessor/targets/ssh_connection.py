@@ -8,6 +8,11 @@ What a node sends back is data from a machine gpulab does not control: the reply
 ``max_reply`` bytes and no further (a node printing without end costs the limit, not memory), and
 the whole host, connection included, ends within ``host_timeout``. paramiko's own log (tracebacks
 from its transport thread) never reaches the user's terminal: every failure is a HostError in words.
+
+Nothing of a capture outlives it on the node: the script runs under :func:`assessor.targets.guard.guarded`,
+whose watchdog ends every process of the SSH session once the connection is gone (a host timed out here, or
+gpulab was interrupted or killed) or the host's time limit has passed. A capture in flight stops early when
+gpulab is told to stop (:data:`assessor.targets.guard.STOP`).
 """
 
 from __future__ import annotations
@@ -162,7 +167,12 @@ def run_script(
     channel is closed at once (the node stops on a broken pipe), so memory never holds more than the limit.
     ``deadline`` (time.monotonic) is when the host's time runs out, when the connection already used some.
     """
-    return _exchange(client, shell, script.encode(), params, deadline, "capture")[1]
+    from assessor.targets.guard import guarded
+
+    if deadline is None:
+        deadline = time.monotonic() + params.host_timeout
+    command = guarded(shell, deadline - time.monotonic())  # on the node, nothing of it outlives the limit
+    return _exchange(client, command, script.encode(), params, deadline, "capture")[1]
 
 
 def run_line(client: paramiko.SSHClient, line: str, params: SshParams, timeout: float) -> tuple[int, str]:
@@ -174,6 +184,8 @@ def _exchange(
     client: paramiko.SSHClient, command: str, data_in: bytes, params: SshParams, deadline: float | None, what: str
 ) -> tuple[int, str]:
     """Run ``command`` with ``data_in`` on its stdin; its exit status and stdout, bounded in time and size."""
+    from assessor.targets.guard import STOP
+
     if deadline is None:
         deadline = time.monotonic() + params.host_timeout
     try:
@@ -189,9 +201,12 @@ def _exchange(
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                channel.close()
+                channel.close()  # the connection closes next: the guard on the node ends what still runs
                 raise HostError(f"{what} on {params.address} took longer than {params.host_timeout:g} s")
-            channel.settimeout(min(remaining, 5.0))
+            if STOP.is_set():
+                channel.close()
+                raise HostError(f"{what} on {params.address} interrupted")
+            channel.settimeout(min(remaining, 0.5))
             try:
                 data = channel.recv(65536)
             except TimeoutError:

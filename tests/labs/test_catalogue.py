@@ -140,7 +140,7 @@ def test_nccl_bandwidth_checks_give_half_points_from_80_percent() -> None:
 
 @pytest.mark.parametrize("lab", NODE_LABS, ids=ids(NODE_LABS))
 def test_node_lab_scenario_and_solution_are_well_formed(lab: Lab) -> None:
-    assert lab.fixture in ("dgx-a100", "hgx-h100", "hgx-h200", "pcie-l40s")
+    assert lab.fixture in ("dgx-a100", "hgx-h100", "hgx-h200", "pcie-l40s", "hgx-b200", "gb200-tray")
     assert "simulator" in lab.runs_on
     if "real" in lab.runs_on:
         assert set(lab.playbooks) == {"setup", "solve", "reset"}
@@ -257,4 +257,5 @@ def test_labs_are_configured_the_way_nccl_documents_not_by_a_pseudo_command(lab:
     assert "gpulab-env" not in lab.readme.read_text(encoding="utf-8")
     assert not any(line.split()[0] == "gpulab-env" for line in (*lab.commands, *lab.solution_commands))
     for files in (lab.files, lab.solution_files):
-        assert set(files) <= {"/etc/nccl.conf"}, f"{lab.id} writes {sorted(files)}"
+        # health-302: the IMEX node list, the file the candidate edits there
+        assert set(files) <= {"/etc/nccl.conf", "/etc/nvidia-imex/nodes_config.cfg"}, f"{lab.id} writes {sorted(files)}"

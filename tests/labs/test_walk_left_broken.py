@@ -90,6 +90,54 @@ def test_a_reset_without_the_restore_fails_health_201_whose_workload_still_runs(
     assert g.passed, explain(g)
 
 
+def test_health_201_with_the_fabric_manager_left_stopped_says_cuda_cannot_initialise(tmp_path: Path) -> None:
+    """The workload guard quotes the line nccl-tests stopped on, not a complaint about missing results."""
+    walk = [
+        "systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager",
+        "modprobe -r nvidia_drm",
+        "nvidia-smi -r -i 5",
+        *H100_RESTORE,
+    ]
+    g = walked("health-201", walk, tmp_path)
+    broken = {s.check: s.message for s in g.failed_guards}
+    assert broken["nccl.errors"] == "nccl-tests stopped: Test CUDA failure common.cu:1030 'system not yet initialized'"
+    assert broken["services.active"] == "nvidia-fabricmanager is inactive (dead, success)"
+    assert "guard broken: nccl.errors: nccl-tests stopped: Test CUDA failure" in verdict(g)
+
+
+# ---- a driver reloaded by hand (drv-201): the modules the unloading took with it -----------------------
+
+DRV_201_RELOAD: Walk = [
+    "systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager",
+    "modprobe -r nvidia_drm",
+    "modprobe -r nvidia_peermem",
+    "modprobe -r nvidia_uvm",
+    "modprobe nvidia",
+]
+DRV_201_DAEMONS: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
+
+
+@pytest.mark.parametrize(
+    ("reload", "message"),
+    [
+        ([], "nvidia_modeset, nvidia_drm, nvidia_peermem are not loaded (lsmod)"),
+        (["modprobe nvidia_drm"], "nvidia_peermem is not loaded (lsmod)"),  # GPUDirect RDMA forgotten
+        (["modprobe nvidia_drm nvidia_peermem"], None),
+    ],
+)
+def test_drv_201_a_reload_by_hand_must_bring_back_what_it_unloaded(
+    reload: Walk, message: str | None, tmp_path: Path
+) -> None:
+    g = walked("drv-201", [*DRV_201_RELOAD, *reload, *DRV_201_DAEMONS], tmp_path)
+    assert g.percent == 100.0  # the mismatch is fixed either way
+    broken = {s.check: s.message for s in g.failed_guards}
+    if message is None:
+        assert g.passed and not broken, explain(g)
+    else:
+        assert not g.passed and list(broken) == ["driver.loaded"]
+        assert broken["driver.loaded"].startswith(message)
+
+
 # ---- persistence that survives a reboot (drv-202) -------------------------------------------------------
 
 

@@ -47,7 +47,7 @@ from assessor.labs.drivers import ansible as ansible_driver
 from assessor.labs.grading import Grade
 from assessor.labs.loader import default_root, find_lab, load_catalogue
 from assessor.labs.model import Lab
-from assessor.sim import faults
+from assessor.sim import config_root, faults
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state, without_history
 from assessor.targets import TargetOptions
@@ -97,6 +97,7 @@ def host_vars(node: Node) -> dict[str, Any]:
     assert node.root is not None
     return {
         "nccl_conf": str(node.root / "etc" / "nccl.conf"),
+        "node_root": str(node.root),  # where the node's / is, for playbooks that write several of its files
         "ansible_become": False,
         "ansible_python_interpreter": sys.executable,
     }
@@ -112,6 +113,10 @@ def pristine(node: Node) -> None:
             path.unlink()
     if node.fixture == "dgx-a100":
         (node.root / "etc" / "nccl.conf").write_text(SITE_NCCL_CONF)
+    state = load_state(node.state)
+    if "nvidia-fabricmanager.service" in state.services:  # the package's config, as an installed node has it
+        config = config_root.default_files(state)[config_root.FABRIC_MANAGER_CFG]
+        config_root.write_node_file(node.root, config_root.FABRIC_MANAGER_CFG, config)
 
 
 def files(root: Path | None) -> dict[str, str]:

@@ -60,6 +60,10 @@ def conf(*lines: str) -> dict[str, str]:
     return {NCCL_CONF: CONF_HEAD + "".join(line + "\n" for line in lines)}
 
 
+# health-302: the GB200 rack's IMEX node list, its 18 trays at their new management addresses.
+IMEX_NODES = "/etc/nvidia-imex/nodes_config.cfg"
+IMEX_NEW_LIST = "".join(f"10.114.2.{11 + i}\n" for i in range(18))
+
 WALKS: dict[str, dict[str, list[Walk]]] = {
     "drv-101": {
         "alternatives": [["systemctl start nvidia-persistenced"]],
@@ -73,6 +77,8 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
                 "modprobe -r nvidia_peermem",
                 "modprobe -r nvidia_uvm",
                 "modprobe nvidia",  # the installed 535.161.03 module loads
+                # and what the unloading took with it: the display stack, GPUDirect RDMA, unified memory
+                "modprobe nvidia_drm nvidia_peermem nvidia_uvm",
                 "systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager",
             ]
         ],
@@ -325,6 +331,37 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "alternatives": [["modprobe nvidia_peermem", conf()], ["modprobe nvidia_peermem", conf("NCCL_IB_HCA=mlx5")]],
         "wrong": [["modprobe nvidia_peermem"], [conf()]],
     },
+    "mig-303": {
+        "alternatives": [
+            [
+                "nvidia-smi -i 0,1,2,3 -mig 1",
+                *[f"nvidia-smi mig -i {i} -cgi 4g.90gb,1g.45gb,1g.23gb,1g.23gb -C" for i in (0, 1, 2, 3)],
+            ],
+            [  # the GPU instances first, then a compute instance in each
+                "nvidia-smi -i 0,1,2,3 -mig 1",
+                *[f"nvidia-smi mig -i {i} -cgi 5,15,19,19" for i in (0, 1, 2, 3)],
+                *[f"nvidia-smi mig -i {i} -cci" for i in (0, 1, 2, 3)],
+            ],
+        ],
+        "wrong": [
+            # the 1g.45gb last: no placement left for it (Insufficient Resources); 4g.90gb + 2x 1g.23gb stay
+            ["nvidia-smi -i 0,1,2,3 -mig 1", *[f"nvidia-smi mig -i {i} -cgi 5,19,19,15 -C" for i in (0, 1, 2, 3)]],
+            ["nvidia-smi -i 0,1,2,3 -mig 1", *[f"nvidia-smi mig -i {i} -cgi 5,15,19,19" for i in (0, 1, 2, 3)]],
+            ["nvidia-smi -mig 1", *[f"nvidia-smi mig -i {i} -cgi 5,15,19,19 -C" for i in (0, 1, 2, 3)]],  # all 8
+        ],
+    },
+    "health-302": {
+        # the node list names the rack's new addresses; the unit enabled again and started
+        "alternatives": [
+            [{IMEX_NODES: IMEX_NEW_LIST}, "systemctl enable nvidia-imex", "systemctl restart nvidia-imex"],
+            [{IMEX_NODES: IMEX_NEW_LIST}, "systemctl enable nvidia-imex", "reboot"],
+        ],
+        "wrong": [
+            ["systemctl enable --now nvidia-imex"],  # the cause untouched: it fails again
+            ["systemctl enable nvidia-imex", "reboot"],  # and at boot
+            [{IMEX_NODES: IMEX_NEW_LIST.replace("10.114.2.11\n", "")}, "systemctl enable --now nvidia-imex"],
+        ],
+    },
 }
 
 
@@ -337,4 +374,5 @@ PARTIAL: dict[str, tuple[Walk, float]] = {
     "health-401": ([*A100_DRAIN, "nvidia-smi -r -i 2", *A100_RESTORE], 30.0),  # the remap, no ticket
     "mig-301": (["nvidia-smi -i 0 -mig 1"], 30.0),  # MIG on, no layout yet
     "health-301": (["systemctl start nvidia-dcgm"], 20.0),  # DCGM back; the remap still pending
+    "mig-303": (["nvidia-smi -i 0,1,2,3 -mig 1"], 30.0),  # MIG on, no layout yet
 }

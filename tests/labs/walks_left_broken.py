@@ -18,6 +18,9 @@ from tests.labs.walks import (
     A100_DRAIN,
     A100_RAILS,
     H100_DRAIN,
+    H100_RESTORE,
+    IMEX_NEW_LIST,
+    IMEX_NODES,
     Walk,
     row,
     ticket,
@@ -26,6 +29,8 @@ from tests.labs.walks import (
 # The drain undone halfway: the daemons back, nvidia_drm (and nvidia_modeset with it) forgotten.
 A100_DAEMONS_ONLY: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
 H100_DAEMONS_ONLY: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm"]
+# An HGX H100 drained as a DGX A100 is: the fabric manager stopped too, and H100_RESTORE does not start it.
+FM_TOO_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager", "modprobe -r nvidia_drm"]
 # Restarting the IB stack refuses while nvidia_peermem holds it: unloaded first, and never loaded again.
 IB_RESTART: Walk = ["modprobe -r nvidia_peermem", "systemctl restart openibd"]
 H100_RAILS = "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
@@ -51,7 +56,18 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
                 "modprobe nvidia",  # the new module loads; the daemons it stopped stay down
             ],
             "services.active",
-        )
+        ),
+        (
+            [
+                "systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager",
+                "modprobe -r nvidia_drm",
+                "modprobe -r nvidia_peermem",
+                "modprobe -r nvidia_uvm",
+                "modprobe nvidia",  # nvidia alone: nvidia_drm, nvidia_modeset and nvidia_peermem stay unloaded
+                "systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager",
+            ],
+            "driver.loaded",
+        ),
     ],
     "drv-202": [
         (["systemctl start nvidia-persistenced"], "services.active"),  # running until the next boot only
@@ -67,6 +83,8 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
     "health-201": [
         ([*H100_DRAIN, "nvidia-smi -r -i 5"], "services.active"),
         ([*H100_DRAIN, "nvidia-smi -r -i 5", *H100_DAEMONS_ONLY], "driver.loaded"),
+        # The fabric manager stopped as well (an A100 habit) and never started: CUDA cannot initialise.
+        ([*FM_TOO_DRAIN, "nvidia-smi -r -i 5", *H100_RESTORE], "nccl.errors"),
     ],
     "health-301": [
         ([*A100_DRAIN, "nvidia-smi -r -i 3", "systemctl start nvidia-dcgm"], "services.active"),
@@ -170,5 +188,20 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
     "nccl-401": [([shell_only(f"NCCL_IB_HCA=={A100_RAILS}")], "nccl.transport")],
     "nccl-402": [
         (["modprobe nvidia_peermem", shell_only(f"NCCL_IB_HCA={H100_RAILS}")], "nccl.transport"),
+    ],
+    "mig-303": [
+        (
+            [
+                *FM_TOO_DRAIN,  # drained as an A100 is, though a B200 needs none: the fabric manager stopped too
+                "nvidia-smi -i 0,1,2,3 -mig 1",
+                *[f"nvidia-smi mig -i {i} -cgi 5,15,19,19 -C" for i in (0, 1, 2, 3)],
+                *H100_RESTORE,  # and not started again
+            ],
+            "fabric.state",
+        )
+    ],
+    "health-302": [
+        # the node list put right and the daemon started, but the unit left disabled: down after the next boot
+        ([{IMEX_NODES: IMEX_NEW_LIST}, "systemctl restart nvidia-imex"], "services.active"),
     ],
 }

@@ -156,3 +156,64 @@ def test_a_100000_file_snapshot_summarises_its_notes(tmp_path: Path) -> None:
     assert 0 < len(notes) <= 21, len(notes)
     assert any("… and 99,990 more files" in line for line in notes), notes
     assert len(proc.stdout.splitlines()) < 60
+
+
+# ---- what the lab commands, a cohort's candidates file and a profile read (issue #20, item 5) ------------------
+
+LABS = ROOT / "tests" / "labs" / "data"
+
+
+def _sparse(path: Path, size: int = 1 << 30) -> Path:
+    with path.open("wb") as f:
+        f.truncate(size)
+    return path
+
+
+@pytest.mark.parametrize("args", [["lab", "list"], ["lab", "show", "design-501"]], ids=["list", "show"])
+@pytest.mark.parametrize("cache", ["validated", "no cache"])
+def test_a_1_gb_lab_readme_is_refused_by_its_size(tmp_path: Path, args: list[str], cache: str) -> None:
+    labs = tmp_path / "labs"
+    shutil.copytree(LABS, labs)
+    readme = _sparse(labs / "design" / "design-501" / "README.md")
+    env = {"GPULAB_LABS": str(labs), "GPULAB_DB": str(tmp_path / "db"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    if cache == "no cache":
+        env["GPULAB_NO_CACHE"] = "1"
+    proc = capped(*args, env=env)
+    one_line_error(proc, str(readme), "1 GiB (1,073,741,824 bytes)", "over the 1 MiB limit of a lab's README")
+    if args[1] == "list":  # the other labs still list
+        assert "ib-301" in proc.stdout and "nccl-301" in proc.stdout
+
+
+def test_a_1_gb_file_beside_a_lab_is_refused_by_its_size(tmp_path: Path) -> None:
+    """The validation cache hashes every file of a lab folder: a block at a time, within a bound."""
+    labs = tmp_path / "labs"
+    shutil.copytree(LABS, labs)
+    extra = _sparse(labs / "design" / "design-501" / "notes.txt")
+    env = {"GPULAB_LABS": str(labs), "GPULAB_DB": str(tmp_path / "db"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = capped("lab", "show", "design-501", env=env)
+    one_line_error(proc, str(extra), "over the 1 MiB limit of a lab file")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".yaml", ".txt"])
+def test_a_1_gb_candidates_file_is_refused_by_its_size(tmp_path: Path, suffix: str) -> None:
+    _gradebook(tmp_path / "book")
+    names = _sparse(tmp_path / f"cohort{suffix}")
+    proc = capped("report", "cohort", str(tmp_path / "book"), "--candidates", str(names), "-f", "json")
+    one_line_error(proc, str(names), "over the 4 MiB limit of a candidates file")
+
+
+def test_a_1_gb_candidates_file_of_a_cohort_lab_step_is_refused_by_its_size(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yml"
+    inventory.write_text("all:\n  hosts:\n    sim01: {gpulab_target: 'mock:/nonexistent.json'}\n", encoding="utf-8")
+    names = _sparse(tmp_path / "cohort.csv")
+    env = {"GPULAB_LABS": str(LABS), "GPULAB_DB": str(tmp_path / "db")}
+    proc = capped("lab", "reset", "ib-301", "-i", str(inventory), "--candidates", str(names), env=env)
+    one_line_error(proc, str(names), "over the 4 MiB limit of a candidates file")
+
+
+def test_a_1_gb_profile_is_refused_by_its_size(tmp_path: Path) -> None:
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    profile = _sparse(tmp_path / "profile.yaml")
+    proc = capped("assess", "-t", f"snapshot:{snap}", "--profile", str(profile))
+    one_line_error(proc, str(profile), "over the 4 MiB limit of a profile")

@@ -131,3 +131,41 @@ def test_revert_and_daemon_reload_need_root(tmp_path: Path) -> None:
     assert (as_user.exit_code, as_user.stderr) == (1, "Failed to revert unit: Access denied\n")
     assert run(path, "systemctl daemon-reload").exit_code == 0
     assert run(path, "systemctl revert nosuch").exit_code == 1
+
+
+# ---- the IMEX daemon of a GB200 tray, on a node list that names none of its addresses -------------------
+
+IMEX_CAUSE = (
+    "No matching network interface found for any IP addresses in the node configuration file "
+    "/etc/nvidia-imex/nodes_config.cfg."
+)
+
+
+def test_the_imex_fault_writes_its_cause_and_only_the_right_node_list_brings_it_back(tmp_path: Path) -> None:
+    from assessor.sim.config_root import write_node_file
+
+    path = node(tmp_path, "gb200-tray")
+    faults.inject(path, "imex-stopped")
+    root = root_for_state(path)
+    assert "- 10.114.2.11/24" in (read_config(root, "/etc/netplan/50-cloud-init.yaml") or "")
+    assert (read_config(root, "/etc/nvidia-imex/nodes_config.cfg") or "").startswith("10.114.1.11\n10.114.1.12\n")
+    assert "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n" in (
+        read_config(root, "/etc/nvidia-imex/config.cfg") or ""
+    )
+    journal = run(path, "journalctl -u nvidia-imex").stdout
+    assert "nvidia-imex[" in journal and "IMEX version 570.172.08 is running" in journal and IMEX_CAUSE in journal
+    status = run(path, "systemctl status nvidia-imex")
+    assert status.exit_code == 3 and "ExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg" in status.stdout
+    assert run(path, "systemctl restart nvidia-imex").exit_code == 1  # the cause untouched: it fails again
+    assert run(path, "reboot").exit_code == 0
+    assert load_state(path).services["nvidia-imex.service"].active_state == "failed"  # and at boot
+    # the list another IMEX_NODE_CONFIG_FILE names is the one read
+    write_node_file(root, "/etc/nvidia-imex/mine.cfg", "10.114.2.11\n")
+    write_node_file(root, "/etc/nvidia-imex/config.cfg", "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/mine.cfg\n")
+    assert run(path, "systemctl restart nvidia-imex").exit_code == 0
+    write_node_file(root, "/etc/nvidia-imex/config.cfg", "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n")
+    assert run(path, "systemctl restart nvidia-imex").exit_code == 1
+    faults.repair(path, "imex-stopped")
+    assert (read_config(root, "/etc/nvidia-imex/nodes_config.cfg") or "").startswith("10.114.2.11\n")
+    assert load_state(path).services["nvidia-imex.service"].active_state == "active"
+    assert run(path, "systemctl restart nvidia-imex").exit_code == 0

@@ -103,7 +103,11 @@ def _xid_79(state: NodeState) -> None:
 
 
 def _xid_48(state: NodeState) -> None:
-    _xid(48)(state)
+    # from Ampere on the uncorrectable error also marks its row for remapping: Xid 63, pending until a reset
+    events = [e for e in facts("dmesg", state, "dmesg").kernel_events or [] if e.kind == "xid"]
+    assert [(e.code, bus_key(e.bus_id)) for e in events] == [(c, bus_key(state.gpu(0).bus_id)) for c in (48, 63)]
+    rows = state.gpu(0).remapped_rows
+    assert rows is not None and rows.pending and rows.uncorrectable == 1
     assert dcgm_results(state, "2")["GPU Memory"] == "Fail"
 
 
@@ -184,6 +188,13 @@ def _dcgm_stopped(state: NodeState) -> None:
     assert result.exit_code != 0 and "Unable to connect to host engine" in result.stdout
 
 
+def _imex_stopped(state: NodeState) -> None:
+    (imex,) = facts("systemctl-show", state, *SHOW, "nvidia-imex.service").services or []
+    assert (imex.active_state, imex.result, imex.exec_main_status) == ("failed", "exit-code", 1)
+    # the NVLink domain is the switch trays' business: the GPUs' fabric registration stands
+    assert {(g.fabric_state, g.fabric_status) for g in state.gpus} == {("Completed", "Success")}
+
+
 def _gpu_job(state: NodeState) -> None:
     assert "python3" in tool(state, "nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv").stdout
     refused = tool(state, "nvidia-smi", "-i", "0", "-r")
@@ -209,7 +220,10 @@ VERIFY: dict[str, Callable[[NodeState], None]] = {
     "mig-pending": _mig_pending,
     "thermal-throttle": _thermal_throttle,
     "dcgm-stopped": _dcgm_stopped,
+    "imex-stopped": _imex_stopped,
 }
+# The node a fault is shown on, where the HGX H100 lacks what it breaks.
+ON_FIXTURE = {"imex-stopped": "gb200-tray"}
 
 
 def test_every_fault_has_a_verification() -> None:
@@ -218,7 +232,7 @@ def test_every_fault_has_a_verification() -> None:
 
 @pytest.mark.parametrize("name", sorted(VERIFY))
 def test_fault_changes_what_the_tools_report(name: str) -> None:
-    state = load_fixture("hgx-h100")
+    state = load_fixture(ON_FIXTURE.get(name, "hgx-h100"))
     FAULTS[name].apply(state)
     VERIFY[name](state)
 

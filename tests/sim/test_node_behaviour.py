@@ -83,10 +83,9 @@ def test_reset_succeeds_after_the_documented_drain(tmp_path: Path) -> None:
         ["systemctl", "start", "nvidia-dcgm"],
         ["systemctl", "start", "nvidia-persistenced"],
         ["nvidia-smi", "-i", "0", "-pm", "1"],
-        ["systemctl", "start", "nvidia-fabricmanager"],
         ["modprobe", "nvidia_drm"],
     ],
-    ids=["dcgm", "persistenced", "legacy-persistence", "fabric-manager-on-a100", "nvidia_drm"],
+    ids=["dcgm", "persistenced", "legacy-persistence", "nvidia_drm"],
 )
 def test_each_holder_alone_keeps_the_reset_refused(tmp_path: Path, left_running: list[str]) -> None:
     session = node(tmp_path)

@@ -620,7 +620,6 @@ def test_query_text_shows_the_565_sram_split_and_t_limit_temperatures_on_h100() 
         "        Aggregate Uncorrectable SRAM Sources",
         "            Max                           : 2560 bank(s)",
         "        GPU T.Limit Temp                  : 57 C",
-        "        GPU Shutdown T.Limit Temp         : -8 C",
         "        GPU Slowdown T.Limit Temp         : -2 C",
         "        Memory Max Operating T.Limit Temp : 0 C",
     ):
@@ -634,7 +633,8 @@ def test_query_keeps_the_535_forms_on_a100() -> None:
     session = fresh("dgx-a100")
     text = smi(session, "-i", "0", "-q").stdout
     assert "            SRAM Uncorrectable            : 0" in text.splitlines()
-    assert "        GPU Slowdown Temp" in text and "T.Limit" not in text
+    # Ampere keeps the absolute thresholds; the T.Limit line is there as N/A (A100 555 capture, audit row 5).
+    assert "        GPU Slowdown Temp" in text and "        GPU T.Limit Temp                  : N/A" in text
     xml = smi(session, "-i", "0", "-q", "-x").stdout
     real = read_corpus("nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml")
     for tag in ("<sram_uncorrectable>", "<gpu_temp_tlimit>N/A</gpu_temp_tlimit>"):
@@ -752,11 +752,24 @@ def test_query_display_prints_only_the_sections_asked_for_in_nvidia_smi_order() 
     ("section", "titles"),
     [
         ("MEMORY", ["FB Memory Usage", "BAR1 Memory Usage", "Conf Compute Protected Memory Usage"]),
-        ("PERFORMANCE", ["Performance State", "Clocks Event Reasons"]),
+        ("PERFORMANCE", ["Performance State", "Clocks Event Reasons", "Sparse Operation Mode"]),
         ("PAGE_RETIREMENT", ["Retired Pages"]),
         ("TEMPERATURE", ["Temperature"]),
-        ("POWER", ["GPU Power Readings"]),
-        ("CLOCK", ["Clocks", "Max Clocks"]),
+        ("POWER", ["GPU Power Readings", "Power Samples", "GPU Memory Power Readings", "Module Power Readings"]),
+        (
+            "CLOCK",
+            [
+                "Clocks",
+                "Applications Clocks",
+                "Default Applications Clocks",
+                "Deferred Clocks",
+                "Max Clocks",
+                "Max Customer Boost Clocks",
+                "SM Clock Samples",
+                "Memory Clock Samples",
+                "Clock Policy",
+            ],
+        ),
         ("UTILIZATION", ["Utilization"]),
         ("PIDS", ["Processes"]),
         ("COMPUTE", ["Compute Mode"]),
@@ -768,7 +781,13 @@ def test_query_display_section_names_select_the_sections_real_nvidia_smi_titles_
     out = smi(fresh("hgx-h100"), "-q", "-d", section.lower() if section == "MEMORY" else section, "-i", "0")
     assert _gpu_block_titles(out.stdout) == titles
     real = _gpu_block_titles(read_corpus("nvml/nvidia_smi_q_H100_SXM_gpu0.txt"))
-    assert all(title in real for title in titles)  # the titles are the 565 capture's
+    # The titles are the 565 capture's, the sample blocks only -d prints those of the 580 -d captures.
+    for rel in (
+        "nvidia_smi_q/10_580.65.06_rtx3090ti_d_power_gpu0_of_4.txt",
+        "nvidia_smi_q/11_580.65.06_rtx3090ti_d_clock_gpu0_of_4.txt",
+    ):
+        real += _gpu_block_titles(read_corpus(rel))
+    assert all(title in real for title in titles)
 
 
 def test_query_display_refuses_an_unknown_section_or_d_without_q() -> None:

@@ -242,3 +242,16 @@ def test_systemctl_status_names_the_main_pid_by_its_15_character_comm(h100: Node
     )
     out = run(h100, "systemctl", "status", "nvidia-fabricmanager").stdout
     assert any(line.startswith("   Main PID: ") and line.endswith(" (nv-fabricmanage)") for line in out.splitlines())
+
+
+def test_an_aarch64_node_says_so_everywhere_the_architecture_shows() -> None:
+    from assessor.sim.fixtures import load_fixture
+
+    tray = load_fixture("gb200-tray")
+    assert tray.uname is not None and " aarch64 aarch64 aarch64 GNU/Linux" in tray.uname
+    assert run(tray, "uname", "-m").stdout == "aarch64\n"
+    assert run(tray, "uname", "-m", "-p", "-i").stdout == "aarch64 aarch64 aarch64\n"
+    version = run(tray, "cat", "/proc/driver/nvidia/version").stdout
+    assert version.startswith("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.172.08  Release Build  ")
+    h100 = load_fixture("hgx-h100")
+    assert run(h100, "uname", "-m").stdout == "x86_64\n"

@@ -289,3 +289,28 @@ def node(bed: SshBed, name: str) -> Node:
 def write_inventory(bed: SshBed, tmp: Path, names: list[str], extra: str = "") -> Path:
     """An inventory of the named nodes of the bed in ``tmp/lab.yml``."""
     return bed.inventory(tmp / "lab.yml", [node(bed, n) for n in names], extra)
+
+
+def marked_processes(name: str, value: str) -> list[str]:
+    """``PID COMMAND LINE`` of every running process whose environment holds ``name=value`` (a marker a test
+    gives a node's sessions through ``add_node(env=...)``, or its own children): what a run left behind.
+
+    Zombies (nothing left but an exit status) do not count; processes whose environment cannot be read are
+    not this user's, so not the test's.
+    """
+    wanted = f"{name}={value}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if wanted not in (proc / "environ").read_bytes().split(b"\0"):
+                continue
+            stat = (proc / "stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        found.append(f"{proc.name} {args}")
+    return found

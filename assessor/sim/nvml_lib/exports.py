@@ -171,11 +171,31 @@ getter("nvmlDeviceGetIndex", "ho", "I")
 for _name in ("Name", "UUID", "Serial", "VbiosVersion", "BoardPartNumber", "InforomImageVersion"):
     getter(f"nvmlDeviceGet{_name}", "hSu")
 getter("nvmlDeviceGetInforomVersion", "huSu")
-for _name in ("MinorNumber", "Architecture", "BoardId", "MultiGpuBoard", "VirtualizationMode", "NumaNodeId"):
+for _name in (
+    "MinorNumber",
+    "Architecture",
+    "BoardId",
+    "MultiGpuBoard",
+    "VirtualizationMode",
+    "NumaNodeId",
+    "ModuleId",
+):
     getter(f"nvmlDeviceGet{_name}", "ho", "I")
 for _name in ("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"):
     getter(_name, "ho", "B", method="nvmlDeviceGetPciInfo_v3")
 getter("nvmlDeviceGetCudaComputeCapability", "hoo", "ii")
+getter("nvmlDeviceGetGspFirmwareMode", "hoo", "II")
+
+
+def _gsp_version(nv: Any, args: list[Any]) -> Answer:
+    """``(device, char *version)``: the header gives no length, the caller's buffer is 64 bytes."""
+    device, present = args
+    if not present:
+        _fail(INVALID_ARGUMENT)
+    return SUCCESS, [_string(nv.nvmlDeviceGetGspFirmwareVersion(device), 64)]
+
+
+_add("nvmlDeviceGetGspFirmwareVersion", "ha", _gsp_version)
 
 # ---- memory, utilisation, modes ----------------------------------------------------------------------------
 

@@ -77,7 +77,9 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
             link.active = True
         if gpu.remapped_rows is not None:
             gpu.remapped_rows.pending = False
-        if gpu.fabric_state is not None:
+        if gpu.fabric_state is not None and state.nvswitches:
+            # the local fabric manager registers them again; on a GB200 tray the NVLink switch trays'
+            # fabric manager (outside the node) does, and the GPUs come back "Completed"
             gpu.fabric_state, gpu.fabric_status = "In Progress", None
     log = boot_kernel_log(state)
     if not driver.loaded:

@@ -181,8 +181,9 @@ def _line(dev: PciDevice, numeric: int) -> str:
 
 def _link(gen: int, width: int, max_gen: int, max_width: int) -> str:
     speed = _GT_PER_S.get(gen, "unknown")
-    speed += " (downgraded)" if gen < max_gen else ""
-    lanes = f"x{width}" + (" (downgraded)" if width < max_width else "")
+    # pciutils 3.6+ marks each against LnkCap: "(ok)" or "(downgraded)"
+    speed += " (downgraded)" if gen < max_gen else " (ok)"
+    lanes = f"x{width}" + (" (downgraded)" if width < max_width else " (ok)")
     return f"Speed {speed}, Width {lanes}"
 
 

@@ -289,13 +289,30 @@ def _bus_byte(gpu: GpuState) -> int:
     return int(gpu.bus_id.split(":")[1], 16)
 
 
-def _cuda_failure(state: NodeState, message: str) -> ToolResult:
+def _cuda_failure(state: NodeState, message: str, printed: str = "") -> ToolResult:
+    """nccl-tests' CUDACHECK: what the run printed so far, the failure, the frame that called it; exit 2.
+
+    The lines are those of real runs that stopped: NVIDIA/nccl-tests#264 (8x H100 without the fabric
+    manager: the header, ``# Using devices``, then ``test: Test CUDA failure common.cu:941 'system not yet
+    initialized'`` and `` .. test pid 54340: Test failure common.cu:891``), with the line numbers of the
+    2025 release in NVIDIA/nccl-tests#338 (``common.cu:1030``, frame ``common.cu:937``).
+    """
     pid = _pid(state)
     text = (
-        f"{state.host}: Test CUDA failure common.cu:891 '{message}'\n"
-        f" .. {state.host} pid {pid}: Test failure common.cu:842\n"
+        f"{printed}{state.host}: Test CUDA failure common.cu:1030 '{message}'\n"
+        f" .. {state.host} pid {pid}: Test failure common.cu:937\n"
     )
     return ToolResult(2, text)
+
+
+def _header(opts: _Options) -> str:
+    """The ``# nThread ...`` line nccl-tests prints before it touches a GPU."""
+    return (
+        f"# nThread {opts.nthreads} nGpus {opts.ngpus} minBytes {opts.min_bytes} maxBytes {opts.max_bytes} "
+        + (f"step: {opts.factor}(factor)" if opts.factor else f"step: {opts.step_bytes}(bytes)")
+        + f" warmup iters: {opts.warmup} iters: {opts.iters} agg iters: 1 validation: {opts.check} "
+        f"graph: {opts.graph}\n"
+    )
 
 
 def all_reduce_perf(args: list[str], session: Session) -> ToolResult:
@@ -316,40 +333,35 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     opts = parsed
     env = merged_env(state, session.env, session.root())
     drv = state.driver
+    # The header comes first; CUDA fails on the first device it opens, before that device's rank line.
+    started = _version_lines(state, program) + _header(opts) + "#\n# Using devices\n"
     if not drv.loaded or not state.module_loaded("nvidia"):
-        return _cuda_failure(state, "CUDA driver version is insufficient for CUDA runtime version")
+        return _cuda_failure(state, "CUDA driver version is insufficient for CUDA runtime version", started)
     if drv.version != drv.kernel_module_version:
-        return _cuda_failure(state, "system has unsupported display driver / cuda driver combination")
+        return _cuda_failure(state, "system has unsupported display driver / cuda driver combination", started)
     if any(g.fabric_state not in (None, "Completed") for g in state.gpus):
         # NVSwitch systems: CUDA refuses to start until the fabric manager has trained the fabric.
-        return _cuda_failure(state, "system not yet initialized")
+        return _cuda_failure(state, "system not yet initialized", started)
     visible = [g for g in state.gpus if not g.lost and not g.mig_mode_current]
     nranks = opts.ngpus * opts.nthreads
     if nranks < 1 or nranks > len(visible):
-        return _cuda_failure(state, "invalid device ordinal")
+        return _cuda_failure(state, "invalid device ordinal", started)
     gpus = visible[:nranks]
+    pid = _pid(state)
+    out: list[str] = [started]
+    for rank, g in enumerate(gpus):
+        out.append(
+            f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {state.host:>10} device {g.index:2d} "
+            f"[{_bus_tests(g)}] {g.name}\n"
+        )
     word = _TYPE_BYTES[opts.dtype]
     memory = min(g.memory_total_mib for g in gpus) * 1024**2
     # send + receive buffers, plus the expected-result buffer when checking.
     needed = opts.max_bytes * (3 if opts.check else 2)
     if needed > memory:
-        return _cuda_failure(state, "out of memory")
+        return _cuda_failure(state, "out of memory", "".join(out))
     debug = env.get("NCCL_DEBUG", "").upper() == "INFO"
     peak, path = peak_busbw(state, gpus, env, test=program)
-    out: list[str] = []
-    pid = _pid(state)
-    out.append(
-        f"# nThread {opts.nthreads} nGpus {opts.ngpus} minBytes {opts.min_bytes} maxBytes {opts.max_bytes} "
-        + (f"step: {opts.factor}(factor)" if opts.factor else f"step: {opts.step_bytes}(bytes)")
-        + f" warmup iters: {opts.warmup} iters: {opts.iters} agg iters: 1 validation: {opts.check} "
-        f"graph: {opts.graph}\n"
-    )
-    out.append("#\n# Using devices\n")
-    for rank, g in enumerate(gpus):
-        out.append(
-            f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {state.host:>10} device {g.index:2d} "
-            f"[0x{_bus_byte(g):02x}] {g.name}\n"
-        )
     if debug:
         out.extend(_info_lines(state, gpus, env, pid, path))
     out.append("#\n")
@@ -358,12 +370,12 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
         "in-place          \n"
     )
     out.append(
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
-        "algbw   busbw #wrong\n"
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
+        "algbw   busbw  #wrong \n"
     )
     out.append(
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
-        "(GB/s)  (GB/s)       \n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  "
+        "(GB/s)  (GB/s)         \n"
     )
     factor = 2 * (nranks - 1) / nranks if program == "all_reduce_perf" else (nranks - 1) / nranks
     redop = opts.op if program == "all_reduce_perf" else "none"
@@ -388,7 +400,7 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
                 bus = algbw * factor
             busbws.append(bus)
             wrong = "0" if opts.check else "N/A"
-            row += f"  {_time_str(t)}  {algbw:6.2f}  {bus:6.2f}  {wrong:>5}"
+            row += f"  {_time_str(t)}  {algbw:6.2f}  {bus:6.2f}  {wrong:>6}"  # 2.17+: #wrong is 6 wide
         out.append(row + "\n")
     if debug:
         for rank, g in enumerate(gpus):
@@ -400,7 +412,29 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     out.append("# Out of bounds values : 0 OK\n")
     out.append(f"# Avg bus bandwidth    : {average:g} \n")
     out.append("#\n")
+    out.append(f"# Collective test concluded: {program}\n")
     return ToolResult(0, "".join(out))
+
+
+# nccl-tests 2.17+ (2025) opens with its version and the NCCL it was built with and runs against, names the
+# test, prints a rank's GPU as [domain:bus:device] and closes with "Collective test concluded" (corpus
+# nccl_tests/09: 2.17.6; older releases print the bus byte alone, [0x0f], and none of those lines).
+NCCL_TESTS_VERSION = "2.17.6"
+
+
+def _version_lines(state: NodeState, program: str) -> str:
+    version = (state.perf.nccl_version or "2.18.3+cuda12.2").split("+")[0].split(".")
+    code = int(version[0]) * 10000 + int(version[1]) * 100 + int(version[2]) if len(version) == 3 else 0
+    return (
+        f"# nccl-tests version {NCCL_TESTS_VERSION} nccl-headers={code} nccl-library={code}\n"
+        f"# Collective test starting: {program}\n"
+    )
+
+
+def _bus_tests(gpu: GpuState) -> str:
+    """The rank line's GPU: ``0000:0f:00`` (4-digit domain, bus, device, lower case)."""
+    domain, bus, devfn = gpu.bus_id.split(":")
+    return f"{domain[-4:]}:{bus}:{devfn.split('.')[0]}".lower()
 
 
 def _comm(state: NodeState, rank: int) -> str:

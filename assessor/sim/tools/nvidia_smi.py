@@ -21,9 +21,21 @@ from assessor.sim import clock
 from assessor.sim.gpu_clients import NO_RESET_FOR_MIG, gpu_holders, mig_change_blockers
 from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState, gpu_utilization
 from assessor.sim.tools import Session, ToolResult
+from assessor.sim.tools.nvidia_smi_apps import (
+    applications_clocks_set,
+    dmon_header,
+    dmon_rows,
+    help_query_gpu,
+    monitor_options,
+    pmon_header,
+    pmon_rows,
+    stream,
+    version_text,
+)
 from assessor.sim.tools.nvidia_smi_common import (
     ALL_DONE,
     EXIT_GPU_LOST,
+    EXIT_INVALID_ARGUMENT,
     EXIT_NO_PERMISSION,
     EXIT_NOT_FOUND,
     EXIT_NOT_SUPPORTED,
@@ -53,6 +65,7 @@ from assessor.sim.tools.nvidia_smi_query import (
     render_remapped_rows_csv,
     render_text,
     render_xml,
+    supported_graphics_clocks,
     timestamp,
 )
 
@@ -120,6 +133,7 @@ class _Args:
     fmt: str | None = None
     value: str | None = None  # the argument of -pm / -mig
     display: str | None = None  # -d: the -q sections to print
+    loop_s: float | None = None  # -l SEC / -lms MS: repeat until interrupted
 
 
 _VALUE_OPTIONS = {
@@ -137,6 +151,23 @@ _VALUE_OPTIONS = {
     "--format": "format",
     "-d": "display",
     "--display": "display",
+    "-l": "loop",
+    "--loop": "loop",
+    "-lms": "loop-ms",
+    "--loop-ms": "loop-ms",
+    "-pl": "pl",
+    "--power-limit": "pl",
+    "-c": "compute-mode",
+    "--compute-mode": "compute-mode",
+    "-lgc": "lgc",
+    "--lock-gpu-clocks": "lgc",
+    "-ac": "ac",
+    "--applications-clocks": "ac",
+    "-am": "am",
+    "--accounting-mode": "am",
+    "--query-supported-clocks": "query-supported-clocks",
+    "--query-retired-pages": "query-retired-pages",
+    "--query-accounted-apps": "query-accounted-apps",
 }
 _FLAG_OPTIONS = {
     "-L": "list",
@@ -149,6 +180,14 @@ _FLAG_OPTIONS = {
     "--gpu-reset": "reset",
     "-h": "help",
     "--help": "help",
+    "-rgc": "rgc",
+    "--reset-gpu-clocks": "rgc",
+    "-rac": "rac",
+    "--reset-applications-clocks": "rac",
+    "-B": "list-excluded",
+    "--list-excluded-gpus": "list-excluded",
+    "--version": "version",
+    "--help-query-gpu": "help-query-gpu",
 }
 
 
@@ -178,6 +217,20 @@ def _parse(args: list[str]) -> _Args | None:
                 parsed.fmt = value
             elif kind == "display":
                 parsed.display = value
+            elif kind in ("loop", "loop-ms"):
+                if not value.isdigit() or int(value) == 0:
+                    return None
+                parsed.loop_s = int(value) / (1000 if kind == "loop-ms" else 1)
+            elif kind in ("pl", "compute-mode", "lgc", "ac", "am"):
+                parsed.actions.append(kind)
+                parsed.value = value
+            elif kind in ("query-supported-clocks", "query-retired-pages", "query-accounted-apps"):
+                parsed.actions.append(kind)
+                parsed.query_gpu = value
+            continue
+        if name in ("-l", "--loop") and not eq and i + 1 == len(args):
+            parsed.loop_s = 5.0  # -l without an interval: every 5 seconds (nvidia-smi -h)
+            i += 1
             continue
         if arg in _FLAG_OPTIONS and not eq:
             kind = _FLAG_OPTIONS[arg]
@@ -190,17 +243,26 @@ def _parse(args: list[str]) -> _Args | None:
         return None
     if len(parsed.actions) > 1 or (parsed.xml and parsed.actions != ["query"]):
         return None
-    if parsed.fmt is not None and parsed.actions[:1] not in (["query-gpu"], ["query-remapped-rows"], ["query-apps"]):
+    csv_actions = ("query-gpu", "query-remapped-rows", "query-apps", *_CSV_QUERIES)
+    if parsed.fmt is not None and (len(parsed.actions) != 1 or parsed.actions[0] not in csv_actions):
+        return None
+    if parsed.loop_s is not None and parsed.actions[:1] not in ([], ["query"], ["query-gpu"]):
         return None
     if parsed.display is not None and (parsed.actions != ["query"] or display_sections(parsed.display) is None):
         return None  # -d selects sections of -q, by the names nvidia-smi -h lists
     return parsed
 
 
+_CSV_QUERIES = ("query-supported-clocks", "query-retired-pages", "query-accounted-apps")
+_SETTINGS = ("pm", "reset", "mig", "ecc", "pl", "compute-mode", "lgc", "rgc", "ac", "rac", "am")
+
+
 def main(args: list[str], session: Session) -> ToolResult:
     """Run ``nvidia-smi ARGS`` against the session's node."""
     if args and args[0] in ("topo", "mig", "nvlink"):
         return _subcommand(args[0], args[1:], session)
+    if args and args[0] in ("dmon", "pmon", "drain", "conf-compute"):
+        return _monitor_or_admin(args[0], args[1:], session)
     if "-h" in args or "--help" in args:
         # nvidia-smi prints its help for -h whatever else is on the line ("nvidia-smi -r -h").
         return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
@@ -210,10 +272,25 @@ def main(args: list[str], session: Session) -> ToolResult:
     action = parsed.actions[0] if parsed.actions else "summary"
     if action == "help":
         return ToolResult(EXIT_OK, _HELP.format(version=session.read().driver.version))
-    if action in ("pm", "reset", "mig", "ecc"):
+    if action == "version":
+        state = session.read()
+        return driver_failure(state) or ToolResult(
+            EXIT_OK, version_text(state.driver.version, state.driver.cuda_version)
+        )
+    if action == "help-query-gpu":
+        from assessor.sim.tools.nvidia_smi_query import FIELDS
+
+        return ToolResult(EXIT_OK, help_query_gpu(list(FIELDS)))
+    if action == "list-excluded":
+        # No GPU is excluded on a simulated node (NVreg_ExcludedGpus unset): nvidia-smi prints nothing.
+        state = session.read()
+        return driver_failure(state) or ToolResult(EXIT_OK, "")
+    if action in _SETTINGS:
         with session.update() as state:
             return _modify(action, parsed, state, session.euid)
     state = session.read()
+    if parsed.loop_s is not None:
+        return _loop(parsed, action, session)
     chosen, refusal = _chosen(state, parsed.ids)
     if refusal is not None:
         return refusal
@@ -222,6 +299,8 @@ def main(args: list[str], session: Session) -> ToolResult:
     now = clock.now(state)  # the node's clock, the one dmesg -T and systemctl read too
     if action in ("query-gpu", "query-remapped-rows"):
         out = _query_gpu(state, gpus, parsed, action)
+    elif action in _CSV_QUERIES:
+        out = _other_csv(gpus, parsed, action)
     elif action == "query-apps":
         from assessor.sim.tools.nvidia_smi_apps import query_compute_apps
 
@@ -472,11 +551,16 @@ def _modify(action: str, parsed: _Args, state: NodeState, euid: int) -> ToolResu
             fabric_manager=fabric_manager is not None and fabric_manager.active_state == "active",
             state=state,
         )
+    if action in ("pl", "compute-mode", "lgc", "rgc", "ac", "rac"):
+        return _clock_or_power(action, parsed.value, chosen, euid)
     mode = _mode(parsed.value)
     if mode is None:
         return usage_error()
+    if action == "am":
+        return _accounting(chosen, mode, euid)
     if action == "pm":
-        return set_persistence(chosen, mode, euid)
+        daemon = state.services.get("nvidia-persistenced.service")
+        return set_persistence(chosen, mode, euid, legacy=daemon is None or daemon.active_state != "active")
     if action == "ecc":
         return set_ecc_mode(chosen, mode, euid)
     return set_mig_mode(chosen, mode, euid, explicit=parsed.ids is not None, state=state)
@@ -493,8 +577,12 @@ def _mode(value: str | None) -> bool | None:
     return None
 
 
-def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
-    """``nvidia-smi -pm 0|1``: root only; says when a GPU already is in that mode."""
+def set_persistence(gpus: list[GpuState], on: bool, euid: int, *, legacy: bool = False) -> ToolResult:
+    """``nvidia-smi -pm 0|1``: root only; says when a GPU already is in that mode.
+
+    With nvidia-persistenced not running (``legacy``) the driver keeps the GPU initialised itself, the
+    deprecated way, and nvidia-smi says so: "Enabled Legacy persistence mode for GPU 00000000:07:00.0."
+    """
     word = "Enabled" if on else "Disabled"
     lines = []
     for gpu in gpus:
@@ -506,7 +594,8 @@ def set_persistence(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
             lines.append(f"Persistence mode is already {word} for GPU {gpu.bus_id}.")
         else:
             gpu.persistence_mode = on
-            lines.append(f"{word} persistence mode for GPU {gpu.bus_id}.")
+            kind = "Legacy persistence" if on and legacy else "persistence"
+            lines.append(f"{word} {kind} mode for GPU {gpu.bus_id}.")
     lines.append(ALL_DONE)
     return result(EXIT_OK, lines)
 
@@ -569,10 +658,11 @@ def gpu_reset(
     """``nvidia-smi -r``: refused for non-root, in a VM (passthrough) and while anything holds a GPU.
 
     What holds a GPU is :func:`assessor.sim.gpu_clients.gpu_holders`: compute processes always; on a node
-    whose daemons hold the GPUs, also persistenced (or persistence mode), DCGM's nv-hostengine, the fabric
-    manager on NVSwitch A100s and a loaded nvidia_drm. The refusal is the one public captures show, exit
-    255 (NVIDIA/mig-parted#181, 4 GPUs; ComputeCanada/puppet-magic_castle#387, 1 GPU; NVIDIA/NVSentinel#1690,
-    persistence mode)::
+    whose daemons hold the GPUs, also persistenced (or persistence mode), DCGM's nv-hostengine and a loaded
+    nvidia_drm. The fabric manager does not hold a GPU: on Ampere NVSwitch systems it facilitates the reset
+    (nvidia-smi man page, ``-r``), so a single GPU resets with it running. The refusal is the one public
+    captures show, exit 255 (NVIDIA/mig-parted#181, 4 GPUs; ComputeCanada/puppet-magic_castle#387, 1 GPU;
+    NVIDIA/NVSentinel#1690, persistence mode)::
 
         The following GPUs could not be reset:
           GPU 00000000:01:00.0: In use by another client
@@ -613,7 +703,8 @@ def gpu_reset(
         reset_gpu_state(gpu)
         if state is not None:
             clock.advance(state, 1.0)
-        if gpu.fabric_state is not None and not fabric_manager:
+        # a GB200 tray has no NVSwitch of its own: the switch trays' fabric manager registers the GPU again
+        if gpu.fabric_state is not None and not fabric_manager and (state is None or state.nvswitches):
             gpu.fabric_state, gpu.fabric_status = "In Progress", None
         lines.append(f"GPU {gpu.bus_id} was successfully reset.")
     lines.append(ALL_DONE)
@@ -706,6 +797,251 @@ def set_mig_mode(
         lines += _persistence_warning(gpu)
     lines.append(ALL_DONE)
     return result(EXIT_OK, lines)
+
+
+# ---------------------------------------------------------------- -l, dmon, pmon, -pl, clocks, accounting
+
+
+def _loop(parsed: _Args, action: str, session: Session) -> ToolResult:
+    """``-l SEC`` / ``-lms MS``: the same report again every interval until Ctrl-C (no count: nvidia-smi -h)."""
+    interval = parsed.loop_s or 5.0
+    once = _Args(ids=parsed.ids, actions=list(parsed.actions), xml=parsed.xml, query_gpu=parsed.query_gpu)
+    once.fmt, once.display = parsed.fmt, parsed.display
+    args_header = once.fmt is None or "noheader" in once.fmt
+    no_header = _Args(ids=once.ids, actions=once.actions, query_gpu=once.query_gpu, fmt=f"{once.fmt},noheader")
+
+    def sample(first: list[bool] = [True]) -> str:  # noqa: B006 - a one-shot flag: the CSV header once
+        state = session.read()
+        clock.advance(state, interval)
+        chosen, refusal = _chosen(state, once.ids)
+        if refusal is not None:
+            return refusal.stdout
+        gpus = visible(chosen)
+        if action == "query-gpu":
+            use = once if first[0] or args_header else no_header
+            first[0] = False
+            return _query_gpu(state, gpus, use, action).stdout
+        if action == "query":
+            only = display_sections(once.display) if once.display is not None else None
+            return render_text(state, gpus, clock.now(state), only=only)
+        return summary(state, gpus, clock.now(state))
+
+    return stream("", sample, None, interval)
+
+
+def _monitor_or_admin(name: str, args: list[str], session: Session) -> ToolResult:
+    state = session.read()
+    failure = driver_failure(state)
+    if failure is not None:
+        return failure
+    if name in ("dmon", "pmon"):
+        options = monitor_options(args)
+        if options is None:
+            return usage_error()
+        count, delay, ids = options
+        chosen, refusal = _chosen(state, ids)
+        if refusal is not None:
+            return refusal
+        gpus = visible(chosen)
+        header = dmon_header() if name == "dmon" else pmon_header()
+        rows = dmon_rows if name == "dmon" else pmon_rows
+
+        def sample() -> str:
+            return text(*rows(gpus))
+
+        return stream(text(*header), sample, count, delay)
+    if name == "conf-compute":
+        # A node without confidential computing turned on (none of the fixtures runs CC mode).
+        if args in (["-f"], ["--get-cc-feature"]):
+            return ToolResult(EXIT_OK, text("CC status: OFF"))
+        if args in (["-grs"], ["--get-gpus-ready-state"]):
+            return ToolResult(EXIT_OK, text("Confidential Compute GPUs Ready state: not-ready"))
+        return usage_error()
+    # drain: "-p BUSID -q" asks; "-p BUSID -m 0|1" sets (root); the node's GPUs are never drained here.
+    if len(args) == 3 and args[0] in ("-p", "--pciid") and args[2] in ("-q", "--query"):
+        chosen, refusal = _chosen(state, args[1])
+        if refusal is not None:
+            return refusal
+        return ToolResult(
+            EXIT_OK, text(*(f"The current drain state of GPU {g.bus_id} is: not draining" for g in chosen))
+        )
+    return usage_error()
+
+
+_COMPUTE_MODE_ARGS = {
+    "0": "Default",
+    "DEFAULT": "Default",
+    "2": "Prohibited",
+    "PROHIBITED": "Prohibited",
+    "3": "Exclusive_Process",
+    "EXCLUSIVE_PROCESS": "Exclusive_Process",
+}
+
+
+def _clock_or_power(action: str, value: str | None, gpus: list[GpuState], euid: int) -> ToolResult:
+    """``-pl W``, ``-c MODE``, ``-lgc MIN[,MAX]``, ``-rgc``, ``-ac MEM,GR``, ``-rac``: root only."""
+    what = {
+        "pl": "set power limit",
+        "compute-mode": "set the compute mode",
+        "lgc": "set GPU locked clocks",
+        "rgc": "reset GPU locked clocks",
+        "ac": "set applications clocks",
+        "rac": "reset applications clocks",
+    }[action]
+    if euid != 0:
+        return result(
+            EXIT_NO_PERMISSION, [f"Unable to {what} for GPU {gpus[0].bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
+        )
+    lines: list[str] = []
+    if action == "pl":
+        try:
+            watts = float(value or "")
+        except ValueError:
+            return usage_error()
+        for g in gpus:
+            low, high = g.power_min_limit_w, g.power_max_limit_w
+            if low is None or high is None:
+                return result(
+                    EXIT_NOT_SUPPORTED, [f"Changing power management limit is not supported for GPU: {g.bus_id}."]
+                )
+            if not low <= watts <= high:
+                return result(
+                    EXIT_INVALID_ARGUMENT,
+                    [
+                        f"Provided power limit {watts:.2f} W is not a valid power limit which should be between "
+                        f"{low:.2f} W and {high:.2f} W for GPU {g.bus_id}",
+                        TERMINATING,
+                    ],
+                )
+        for g in gpus:
+            before, g.power_limit_w = g.power_limit_w, watts
+            lines.append(f"Power limit for GPU {g.bus_id} was set to {watts:.2f} W from {before:.2f} W.")
+    elif action == "compute-mode":
+        mode = _COMPUTE_MODE_ARGS.get((value or "").strip().upper())
+        if mode is None:
+            return usage_error()
+        for g in gpus:
+            if g.compute_mode == mode:
+                lines.append(f"Compute mode is already set to {mode.upper()} for GPU {g.bus_id}.")
+            else:
+                g.compute_mode = mode
+                lines.append(f"Set compute mode to {mode.upper()} for GPU {g.bus_id}.")
+    elif action == "lgc":
+        parts = (value or "").split(",")
+        if not all(p.strip().isdigit() for p in parts) or len(parts) > 2:
+            return usage_error()
+        low, high = int(parts[0]), int(parts[-1])
+        for g in gpus:
+            g.locked_gpu_clocks_mhz = [low, high]
+            lines.append(f'GPU clocks set to "(gpuClkMin {low}, gpuClkMax {high})" for GPU {g.bus_id}')
+    elif action == "rgc":
+        for g in gpus:
+            g.locked_gpu_clocks_mhz = None
+    elif action == "ac":
+        parts = (value or "").split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            return usage_error()
+        memory, graphics = int(parts[0]), int(parts[1])
+        for g in gpus:
+            if memory != g.max_clocks_mhz.get("memory") or graphics not in supported_graphics_clocks(g):
+                return result(
+                    EXIT_INVALID_ARGUMENT,
+                    [
+                        f'Specified clock combination "(MEM {memory}, SM {graphics})" is not supported for GPU '
+                        f"{g.bus_id}. Run 'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock "
+                        "combinations",
+                        TERMINATING,
+                    ],
+                )
+        lines += applications_clocks_set(gpus, memory, graphics)
+    else:  # rac
+        for g in gpus:
+            g.applications_clocks_mhz = {}
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
+
+
+def _accounting(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
+    """``-am 0|1``: per-process accounting, root only."""
+    word = "Enabled" if on else "Disabled"
+    lines = []
+    for g in gpus:
+        if euid != 0:
+            return result(
+                EXIT_NO_PERMISSION,
+                [f"Unable to set accounting mode for GPU {g.bus_id}: {NVML_NO_PERMISSION}", TERMINATING],
+            )
+        g.accounting_mode = on
+        lines.append(f"{word} Accounting Mode for GPU {g.bus_id}.")
+    lines.append(ALL_DONE)
+    return result(EXIT_OK, lines)
+
+
+def _other_csv(gpus: list[GpuState], parsed: _Args, action: str) -> ToolResult:
+    """``--query-supported-clocks``, ``--query-retired-pages``, ``--query-accounted-apps`` with ``--format=csv``."""
+    fmt = [o.strip() for o in (parsed.fmt or "").split(",") if o.strip()]
+    if "csv" not in fmt or any(o not in ("csv", "noheader", "nounits") for o in fmt):
+        return usage_error()
+    units = "nounits" not in fmt
+    names = [n.strip() for n in (parsed.query_gpu or "").split(",") if n.strip()]
+    known = {
+        "query-supported-clocks": {
+            "timestamp",
+            "gpu_name",
+            "gpu_bus_id",
+            "gpu_serial",
+            "gpu_uuid",
+            "memory",
+            "graphics",
+        },
+        "query-retired-pages": {
+            "timestamp",
+            "gpu_name",
+            "gpu_bus_id",
+            "gpu_serial",
+            "gpu_uuid",
+            "retired_pages.address",
+            "retired_pages.cause",
+            "retired_pages.timestamp",
+        },
+        "query-accounted-apps": {
+            "timestamp",
+            "gpu_name",
+            "gpu_bus_id",
+            "gpu_serial",
+            "gpu_uuid",
+            "vgpu_instance",
+            "pid",
+            "gpu_utilization",
+            "mem_utilization",
+            "max_memory_usage",
+            "time",
+        },
+    }[action]
+    aliases = {"mem": "memory", "gr": "graphics", "address": "retired_pages.address", "cause": "retired_pages.cause"}
+    names = [aliases.get(n, n) for n in names]
+    for name in names:
+        if name not in known:
+            return result(2, [f'Field "{name}" is not a valid field to query.', ""])
+    unit = {"memory": "MHz", "graphics": "MHz"}
+    lines = []
+    if "noheader" not in fmt:
+        lines.append(", ".join(f"{n} [{unit[n]}]" if units and n in unit else n for n in names))
+    if action == "query-supported-clocks":
+        for g in gpus:
+            for mhz in supported_graphics_clocks(g):
+                row = {
+                    "gpu_name": g.name,
+                    "gpu_bus_id": g.bus_id,
+                    "gpu_serial": g.serial,
+                    "gpu_uuid": g.uuid,
+                    "memory": g.max_clocks_mhz.get("memory"),
+                    "graphics": mhz,
+                    "timestamp": timestamp(),
+                }
+                lines.append(", ".join(f"{row[n]} {unit[n]}" if units and n in unit else str(row[n]) for n in names))
+    # Retired pages: HBM GPUs remap rows instead and retire none; accounting: no accounted process is kept.
+    return ToolResult(EXIT_OK, "".join(line + "\n" for line in lines))
 
 
 __all__ = ["list_gpus", "main", "memory_free_mib", "summary"]

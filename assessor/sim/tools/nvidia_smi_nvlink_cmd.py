@@ -3,14 +3,18 @@
 Layouts from public captures (corpus ``nvidia_smi_nvlink/``): a ``GPU n: NAME (UUID: ...)`` line, then one
 line per link indented with a tab and a space; ``-s`` prints the link speed in GB/s (``25 GB/s`` on A100,
 ``26.562 GB/s`` on H100) or ``<inactive>``; ``-e`` prints Replay, Recovery and CRC errors per link with a blank
-line between links. The options and their help are those of the R535+ ``nvidia-smi nvlink -h``.
+line between links; ``-R`` names the remote end and its port (``Remote Device 00000000:07:00.0: Link 46``,
+an HGX H100 in NVIDIA/nccl#1182). A board with NVLink and no link up (an H100 NVL or A30 without bridges)
+prints NVML's ``NVML: Unable to retrieve NVLink information as all links are inActive`` under its GPU line
+for ``-s``; a GPU without NVLink at all prints nothing (R580 and older) or ``Device does not have or support
+Nvlink`` (R595). The options and their help are those of the R535+ ``nvidia-smi nvlink -h``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assessor.sim.state import GpuState, NvLinkState
+from assessor.sim.state import GpuState, NodeState, NvLinkState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nvidia_smi_common import (
     EXIT_INVALID_ARGUMENT,
@@ -173,19 +177,69 @@ def nvlink(args: list[str], session: Session) -> ToolResult:
     except NoSuchGpu:
         return result(EXIT_NOT_FOUND, [NO_DEVICES])
     lines: list[str] = []
+    major = _driver_major(state)
     for gpu in chosen:
-        if not gpu.nvlinks:
-            continue  # a GPU without NVLink prints nothing at all (corpus nvml/..._GB10_580 notes)
-        lines.append(f"GPU {gpu.index}: {gpu.name} (UUID: {gpu.uuid})")
-        lines += _gpu_lines(parsed.action, _links(gpu, parsed.link))
+        header = f"GPU {gpu.index}: {gpu.name} (UUID: {gpu.uuid})"
+        if not gpu.nvlinks and not has_nvlink_hardware(gpu):
+            if major >= 595:  # R595 says so; older drivers print nothing for such a GPU
+                lines += [header, "Device does not have or support Nvlink"]
+            continue
+        if not any(link.active for link in gpu.nvlinks):
+            if parsed.action == "status":
+                spelling = "Nvlink" if major >= 580 else "NVLink"  # 555: NVLink; 590 captures: Nvlink
+                lines += [header, f"NVML: Unable to retrieve {spelling} information as all links are inActive"]
+            elif gpu.nvlinks:
+                lines.append(header)
+            continue
+        lines.append(header)
+        lines += _gpu_lines(parsed.action, _links(gpu, parsed.link), state, gpu)
     return ToolResult(EXIT_OK, text(*lines) if lines else "")
+
+
+# PCIe boards with NVLink bridge connectors: their links exist (and are down) when no bridge is fitted.
+_BRIDGE_BOARDS = ("H100 NVL", "H100 PCIe", "A100-PCIE", "A100 80GB PCIe", "A30", "A800 PCIe", "H800 PCIe")
+
+
+def has_nvlink_hardware(gpu: GpuState) -> bool:
+    return bool(gpu.nvlinks) or any(board in gpu.name for board in _BRIDGE_BOARDS)
+
+
+def _driver_major(state: NodeState) -> int:
+    head = state.driver.version.split(".")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def remote_end(state: NodeState, gpu: GpuState, link: NvLinkState) -> tuple[str, int]:
+    """(PCI bus id, link number) at the far end of ``link``: a peer GPU's link or an NVSwitch port.
+
+    Links spread over the baseboard's NVSwitches in turn (link ``n`` to switch ``n mod switches``); a GPU's
+    ports on a switch are numbered by its slot, so no two GPUs share a port. Real port numbers depend on the
+    board's wiring (``Link 0: Remote Device 00000000:07:00.0: Link 46`` on an HGX H100).
+    """
+    if link.remote.startswith("GPU") and link.remote[3:].isdigit():
+        peer = state.gpu(int(link.remote[3:]))
+        mine = [n.link for n in gpu.nvlinks if n.remote == link.remote]
+        theirs = [n.link for n in peer.nvlinks if n.remote == f"GPU{gpu.index}"]
+        k = mine.index(link.link)
+        return _long_bus_id(peer.bus_id), theirs[k] if k < len(theirs) else link.link
+    if not state.nvswitches:
+        return "00000000:00:00.0", link.link
+    count = len(state.nvswitches)
+    switch = state.nvswitches[link.link % count]
+    per_switch = -(-max(len(gpu.nvlinks), 1) // count)
+    return _long_bus_id(switch.bus_id), gpu.index * per_switch + link.link // count
+
+
+def _long_bus_id(bus_id: str) -> str:
+    """NVML's form: an 8-digit domain, upper-case hex."""
+    return ("0000" + bus_id if len(bus_id.split(":")[0]) == 4 else bus_id).upper()
 
 
 def _links(gpu: GpuState, only: int | None) -> list[NvLinkState]:
     return [link for link in gpu.nvlinks if only is None or link.link == only]
 
 
-def _gpu_lines(action: str, links: list[NvLinkState]) -> list[str]:
+def _gpu_lines(action: str, links: list[NvLinkState], state: NodeState, gpu: GpuState) -> list[str]:
     lines: list[str] = []
     for n, link in enumerate(links):
         tag = f"\t Link {link.link}:"
@@ -200,6 +254,8 @@ def _gpu_lines(action: str, links: list[NvLinkState]) -> list[str]:
             lines.append(f"{tag} CRC Errors: {errors.get('crc_flit', 0) + errors.get('crc_data', 0)}")
         elif action == "capabilities":
             lines += [f"{tag} {cap}: {'true' if link.active else 'false'}" for cap in _CAPABILITIES]
-        elif link.active:  # -p / -R: the remote end
-            lines.append(f"{tag} Remote Device {link.remote}")
+        elif link.active:  # -p / -R: the remote end (and its port, for -R)
+            bus_id, remote_link = remote_end(state, gpu, link)
+            port = f": Link {remote_link}" if action == "remote" else ""
+            lines.append(f"{tag} Remote Device {bus_id}{port}")
     return lines

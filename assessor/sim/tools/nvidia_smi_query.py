@@ -7,7 +7,7 @@ where the state says ``None``, and, as the real driver does, report row remappin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -82,17 +82,15 @@ def split_sram_counts(state: NodeState) -> bool:
 
 
 def tlimit_temperatures(state: NodeState, g: GpuState) -> bool:
-    """Whether ``-q`` shows Hopper's T.Limit temperatures instead of absolute thresholds.
+    """Whether ``-q`` shows T.Limit temperatures instead of absolute thresholds.
 
-    corpus nvml/nvidia_smi_q_H100_SXM_gpu0.txt (H100 SXM, 565): ``GPU T.Limit Temp : 57 C`` (the
-    margin to the max operating temperature, 87 C - 30 C) and fixed thresholds on that scale.
+    Hopper (H100 SXM 565, H100 NVL 550), Ada (L40S 550.127.05) and Blackwell (B200 580 XML) from R550:
+    ``GPU T.Limit Temp : 57 C`` is the margin to the max operating temperature and the thresholds are on
+    that scale. Ampere keeps the absolute ones with ``GPU T.Limit Temp : N/A`` (A100 555 capture).
     """
-    return g.architecture == "Hopper" and _driver_major(state) >= 550
+    return g.architecture in ("Hopper", "Ada Lovelace", "Blackwell") and _driver_major(state) >= 550
 
 
-# The T.Limit thresholds an H100 SXM reports (degrees relative to its T.Limit point).
-_TLIMIT_SHUTDOWN_C = -8
-_TLIMIT_SLOWDOWN_C = -2
 _SRAM_SOURCES = (
     ("sram_l2", "SRAM L2"),
     ("sram_sm", "SRAM SM"),
@@ -125,35 +123,121 @@ def _yes(value: bool) -> str:
     return "Yes" if value else "No"
 
 
+# ---------------------------------------------------------------- what a driver branch prints
+#
+# Captures the layouts follow (tests/data/corpus, sources in SOURCES.md):
+# R535 nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml;
+# R550 nvidia_smi_q/06_550.127.05_l40s_q_full.txt; R555 nvidia_smi_q/07_555.42.02_a100_sxm4_80gb_q_gpu0_of_4.txt; R565
+# nvml/nvidia_smi_q_H100_SXM_gpu0.txt; R570 nvidia_smi_xml/qx-a100-sxm4-40gb-570-v12.xml; R580 nvidia_smi_q/10_580.65.06
+# (-d POWER) and nvidia_smi_xml/qx-h100-580-v13-gpu0.xml. Between two captures a change is placed at the later one.
+
+
+def module_id(g: GpuState) -> int:
+    """The baseboard module id: its slot on an SXM/NVLink board, 1 on a PCIe card (L40S and A40 captures)."""
+    return g.index + 1 if g.fabric_state is not None or g.nvlinks else 1
+
+
+def gsp_firmware(state: NodeState, g: GpuState) -> str:
+    """GSP firmware runs on Hopper and later always, and on Turing to Ada from R555 (the L40S at 550.127.05: N/A)."""
+    if g.architecture in ("Hopper", "Blackwell") or _driver_major(state) >= 555:
+        return state.driver.version
+    return NA
+
+
+def _tlimit_thresholds(g: GpuState) -> tuple[int | None, int | None]:
+    """(shutdown, slowdown) on the T.Limit scale: the absolute thresholds less the max operating temperature.
+
+    So -q, -q -x and NVML report one set of values (audit row 7). The captures' scale: H100 SXM/NVL -8/-2, L40S
+    -5/-2, B200 -5/-3; a fixture whose absolute thresholds differ shows its own.
+    """
+    top = g.temperature_max_operating_c
+    if top is None:
+        return None, None
+    shutdown = None if g.temperature_shutdown_c is None else top - g.temperature_shutdown_c
+    slowdown = None if g.temperature_slowdown_c is None else top - g.temperature_slowdown_c
+    return shutdown, slowdown
+
+
+_VOLTAGE_MV = {"Hopper": "685.000 mV", "Ada Lovelace": "875.000 mV", "Ampere": "706.250 mV"}
+# The default applications clock where it is below the max graphics clock (A100 40GB 570 XML: 1095 MHz; A100 80GB
+# 555 -q: 1140 MHz); the others run their applications clock at the max (H100, L40S captures).
+_DEFAULT_APP_GRAPHICS = {"A100-SXM4-40GB": 1095, "A100-PCIE-40GB": 1095, "A100-SXM4-80GB": 1140, "A30": 1440}
+
+
+def app_clocks(g: GpuState) -> tuple[int | None, int | None]:
+    """(graphics, memory) applications clocks: the state's when set with ``-ac``, else the board default."""
+    if g.applications_clocks_mhz:
+        return g.applications_clocks_mhz.get("graphics"), g.applications_clocks_mhz.get("memory")
+    return default_app_clocks(g)
+
+
+def default_app_clocks(g: GpuState) -> tuple[int | None, int | None]:
+    graphics = g.max_clocks_mhz.get("graphics")
+    for model, mhz in _DEFAULT_APP_GRAPHICS.items():
+        if model in g.name:
+            graphics = mhz
+    return graphics, g.max_clocks_mhz.get("memory")
+
+
+def supported_graphics_clocks(g: GpuState) -> list[int]:
+    """The graphics clocks a GPU supports at its memory clock: max down to 210 MHz in 15 MHz steps (A100, H100)."""
+    top = g.max_clocks_mhz.get("graphics")
+    if top is None:
+        return []
+    return list(range(top, 209, -15))
+
+
+def _mhz_value(value: int | None) -> str:
+    return NA if value is None else f"{value} MHz"
+
+
+def _power_draw_split(state: NodeState) -> bool:
+    """From R570 the power blocks print an average and an instantaneous draw (570 XML, 580 -d POWER)."""
+    return _driver_major(state) >= 570
+
+
 # ---------------------------------------------------------------- XML
 
 
 class _Xml:
-    """An indented XML writer (4 spaces a level, as nvidia-smi writes it)."""
+    """An indented XML writer: one tab a level, as nvidia-smi writes it (corpus nvidia_smi_xml, 6 of 7 captures)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 0
 
     def leaf(self, tag: str, value: object) -> None:
-        self.lines.append(f"{'    ' * self.depth}<{tag}>{escape(str(value))}</{tag}>")
+        self.lines.append(f"{chr(9) * self.depth}<{tag}>{escape(str(value))}</{tag}>")
 
     def open(self, tag: str, attrs: str = "") -> None:
-        self.lines.append(f"{'    ' * self.depth}<{tag}{attrs}>")
+        self.lines.append(f"{chr(9) * self.depth}<{tag}{attrs}>")
         self.depth += 1
 
     def close(self, tag: str) -> None:
         self.depth -= 1
-        self.lines.append(f"{'    ' * self.depth}</{tag}>")
+        self.lines.append(f"{chr(9) * self.depth}</{tag}>")
+
+    def block(self, tag: str, leaves: Sequence[tuple[str, object]]) -> None:
+        self.open(tag)
+        for name, value in leaves:
+            self.leaf(name, value)
+        self.close(tag)
 
     def empty(self, tag: str) -> None:
-        self.lines.append(f"{'    ' * self.depth}<{tag} />")
+        # nvidia-smi writes an empty list as an open and a close tag on two lines (<processes>\n</processes>)
+        self.lines.append(f"{chr(9) * self.depth}<{tag}>")
+        self.lines.append(f"{chr(9) * self.depth}</{tag}>")
+
+
+# The header line every driver prints (scripts that merge several logs strip it by this exact text).
+XML_DECLARATION = '<?xml version="1.0" ?>'
 
 
 def render_xml(state: NodeState, gpus: list[GpuState], now: datetime | None = None) -> str:
     """``nvidia-smi -q -x`` of ``gpus`` (attached_gpus counts every GPU NVML sees)."""
     x = _Xml()
-    x.lines += ['<?xml version="1.0" encoding="UTF-8"?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">']
+    dtd = "nvsmi_device_v13.dtd" if _driver_major(state) >= 580 else "nvsmi_device_v12.dtd"
+    x.lines += [XML_DECLARATION, f'<!DOCTYPE nvidia_smi_log SYSTEM "{dtd}">']
     x.open("nvidia_smi_log")
     x.leaf("timestamp", timestamp(now))
     x.leaf("driver_version", state.driver.version)
@@ -166,6 +250,7 @@ def render_xml(state: NodeState, gpus: list[GpuState], now: datetime | None = No
 
 
 def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
+    major = _driver_major(state)
     x.open("gpu", f' id="{g.bus_id}"')
     x.leaf("product_name", g.name)
     x.leaf("product_brand", "NVIDIA")
@@ -174,46 +259,84 @@ def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
     x.leaf("display_active", "Disabled")
     x.leaf("persistence_mode", enabled(g.persistence_mode))
     x.leaf("addressing_mode", "None")
-    x.open("mig_mode")
-    x.leaf("current_mig", enabled(g.mig_mode_current if g.mig_supported else None))
-    x.leaf("pending_mig", enabled(g.mig_mode_pending if g.mig_supported else None))
-    x.close("mig_mode")
-    if g.mig_supported and g.mig_mode_current:
-        _xml_mig_devices(x, g)
-    x.leaf("accounting_mode", "Disabled")
+    x.block(
+        "mig_mode",
+        [
+            ("current_mig", enabled(g.mig_mode_current if g.mig_supported else None)),
+            ("pending_mig", enabled(g.mig_mode_pending if g.mig_supported else None)),
+        ],
+    )
+    _xml_mig_devices(x, g)
+    x.leaf("accounting_mode", enabled(g.accounting_mode))
     x.leaf("accounting_mode_buffer_size", 4000)
-    x.open("driver_model")
-    x.leaf("current_dm", NA)
-    x.leaf("pending_dm", NA)
-    x.close("driver_model")
+    x.block("driver_model", [("current_dm", NA), ("pending_dm", NA)])
     x.leaf("serial", g.serial)
     x.leaf("uuid", g.uuid)
     x.leaf("minor_number", NA if g.minor_number is None else g.minor_number)
     x.leaf("vbios_version", g.vbios)
     x.leaf("multigpu_board", "No")
-    x.leaf("board_id", f"0x{int(g.bus_id.split(':')[1], 16) << 8:x}")
+    _, bus_hex, devfn_hex = g.bus_id.split(":")
+    x.leaf("board_id", f"0x{int(bus_hex, 16) << 8 | int(devfn_hex.split('.')[0], 16):x}")
     x.leaf("board_part_number", g.board_part_number or NA)
-    x.leaf("gpu_part_number", NA)
+    x.leaf("gpu_part_number", _GPU_PART.get(g.pci_device_id, NA))
     x.leaf("gpu_fru_part_number", NA)
-    x.leaf("gpu_module_id", g.index + 1)
-    x.open("gpu_reset_status")
-    x.leaf("reset_required", _yes(_reset_required(g)))
-    x.leaf("drain_and_reset_recommended", "No")
-    x.close("gpu_reset_status")
-    x.leaf("gsp_firmware_version", state.driver.version if g.architecture != "Ampere" else NA)
-    _xml_pci(x, g)
+    if major >= 565:
+        platform = [(k, NA) for k in ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type")]
+        x.block("platformInfo", [*platform, ("module_id", module_id(g)), ("gpu_fabric_guid", NA)])
+    else:
+        x.leaf("gpu_module_id", module_id(g))
+    oem, ecc_object = _INFOROM.get(g.architecture, (NA, NA))
+    x.block(
+        "inforom_version",
+        [
+            ("img_version", _inforom_image(g)),
+            ("oem_object", oem),
+            ("ecc_object", ecc_object if g.ecc_mode_current is not None else NA),
+            ("pwr_object", NA),
+        ],
+    )
+    if major >= 550:
+        x.block("inforom_bbx_flush", [("latest_timestamp", NA), ("latest_duration", NA)])
+    x.block("gpu_operation_mode", [("current_gom", NA), ("pending_gom", NA)])
+    virtualization = [("virtualization_mode", "Pass-Through" if g.passthrough else "None"), ("host_vgpu_mode", NA)]
+    reset = [("reset_required", _yes(_reset_required(g))), ("drain_and_reset_recommended", "No")]
+    if major < 550:
+        x.leaf("gsp_firmware_version", gsp_firmware(state, g))
+        x.block("gpu_virtualization_mode", virtualization)
+        x.block("gpu_reset_status", reset)
+    else:
+        x.leaf("c2c_mode", "Disabled" if g.architecture in ("Hopper", "Blackwell") else NA)
+        x.block("gpu_virtualization_mode", [*virtualization, ("vgpu_heterogeneous_mode", NA)])
+        x.block("gpu_reset_status", reset)
+        if major >= 565:
+            x.leaf("gpu_recovery_action", "Reset" if _reset_required(g) else "None")
+        x.leaf("gsp_firmware_version", gsp_firmware(state, g))
+    x.block("ibmnpu", [("relaxed_ordering_mode", NA)])
+    _xml_pci(x, g, major)
     x.leaf("fan_speed", NA)
     x.leaf("performance_state", g.performance_state)
     x.open("clocks_event_reasons")
     for key, tag, _label in _REASONS:
         x.leaf(f"clocks_event_reason_{tag}", "Active" if key in g.throttle_reasons else "Not Active")
     x.close("clocks_event_reasons")
-    x.open("fb_memory_usage")
-    x.leaf("total", f"{g.memory_total_mib} MiB")
-    x.leaf("reserved", f"{g.memory_reserved_mib} MiB")
-    x.leaf("used", f"{g.memory_used_mib} MiB")
-    x.leaf("free", f"{memory_free_mib(g)} MiB")
-    x.close("fb_memory_usage")
+    if major >= 550:
+        x.leaf("sparse_operation_mode", "Disabled" if g.architecture in ("Hopper", "Blackwell") else NA)
+    x.block(
+        "fb_memory_usage",
+        [
+            ("total", f"{g.memory_total_mib} MiB"),
+            ("reserved", f"{g.memory_reserved_mib} MiB"),
+            ("used", f"{g.memory_used_mib} MiB"),
+            ("free", f"{memory_free_mib(g)} MiB"),
+        ],
+    )
+    bar1 = bar1_total_mib(g)
+    bar1_used = 1 if g.memory_used_mib else 0
+    x.block(
+        "bar1_memory_usage",
+        [("total", f"{bar1} MiB"), ("used", f"{bar1_used} MiB"), ("free", f"{bar1 - bar1_used} MiB")],
+    )
+    x.block("cc_protected_memory_usage", [("total", "0 MiB"), ("used", "0 MiB"), ("free", "0 MiB")])
     x.leaf("compute_mode", g.compute_mode)
     x.open("utilization")
     sm, memory = gpu_utilization(g)
@@ -222,62 +345,130 @@ def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
     for tag in ("encoder_util", "decoder_util", "jpeg_util", "ofa_util"):
         x.leaf(tag, NA if g.mig_mode_current else "0 %")
     x.close("utilization")
-    x.open("ecc_mode")
-    x.leaf("current_ecc", enabled(g.ecc_mode_current))
-    x.leaf("pending_ecc", enabled(g.ecc_mode_pending))
-    x.close("ecc_mode")
+    stats = [("session_count", 0), ("average_fps", 0), ("average_latency", 0)]
+    x.block("encoder_stats", stats)
+    x.block("fbc_stats", stats)
+    if major >= 570:
+        x.block("dram_encryption_mode", [("current_dram_encryption", NA), ("pending_dram_encryption", NA)])
+    x.block("ecc_mode", [("current_ecc", enabled(g.ecc_mode_current)), ("pending_ecc", enabled(g.ecc_mode_pending))])
     _xml_ecc(x, g, split_sram_counts(state))
     _xml_retired(x, g)
     _xml_remapped(x, g)
-    x.open("temperature")
-    x.leaf("gpu_temp", _temp(g.temperature_c))
-    x.leaf("gpu_temp_tlimit", _tlimit_margin(g) if tlimit_temperatures(state, g) else NA)
-    x.leaf("gpu_temp_max_threshold", _temp(g.temperature_shutdown_c))
-    x.leaf("gpu_temp_slow_threshold", _temp(g.temperature_slowdown_c))
-    x.leaf("gpu_temp_max_gpu_threshold", _temp(g.temperature_max_operating_c))
-    x.leaf("gpu_target_temperature", NA)
-    x.leaf("memory_temp", _temp(g.temperature_memory_c))
-    x.leaf("gpu_temp_max_mem_threshold", _temp(g.temperature_memory_max_c))
-    x.close("temperature")
-    x.open("gpu_power_readings")
-    x.leaf("power_state", g.performance_state)
-    x.leaf("power_draw", _watts(g.power_draw_w))
-    x.leaf("current_power_limit", _watts(g.power_limit_w))
-    x.leaf("requested_power_limit", _watts(g.power_limit_w))
-    x.leaf("default_power_limit", _watts(g.power_default_limit_w))
-    x.leaf("min_power_limit", _watts(g.power_min_limit_w))
-    x.leaf("max_power_limit", _watts(g.power_max_limit_w))
-    x.close("gpu_power_readings")
-    for section, keys in (
-        ("clocks", ("graphics", "sm", "memory", "video")),
-        ("max_clocks", ("graphics", "sm", "memory", "video")),
-    ):
-        source = g.clocks_mhz if section == "clocks" else g.max_clocks_mhz
-        x.open(section)
-        for key in keys:
-            tag = "mem_clock" if key == "memory" else f"{key}_clock"
-            x.leaf(tag, _mhz(source, key))
-        x.close(section)
+    _xml_temperature(x, state, g)
+    x.block("supported_gpu_target_temp", [("gpu_target_temp_min", NA), ("gpu_target_temp_max", NA)])
+    _xml_power(x, state, g)
+    _xml_clocks(x, g)
+    x.block("voltage", [("graphics_volt", _VOLTAGE_MV.get(g.architecture, NA))])
     x.open("fabric")
     x.leaf("state", g.fabric_state or NA)
     x.leaf("status", g.fabric_status or NA)
+    if major >= 550:
+        cluster = g.fabric_cluster_uuid or "00000000-0000-0000-0000-000000000000"
+        x.leaf("cliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
+        x.leaf("clusterUuid", NA if g.fabric_state is None else cluster)
+        health = ["bandwidth"]
+        if major >= 570:
+            health += ["route_recovery_in_progress", "route_unhealthy", "access_timeout_recovery"]
+        x.block("health", [(tag, NA) for tag in health])
     x.close("fabric")
+    _xml_supported_clocks(x, g)
     if g.processes:
         x.open("processes")
         for p in g.processes:
-            x.open("process_info")
-            x.leaf("gpu_instance_id", NA)
-            x.leaf("compute_instance_id", NA)
-            x.leaf("pid", p.pid)
-            x.leaf("type", p.type)
-            x.leaf("process_name", p.name)
-            x.leaf("used_memory", f"{p.used_memory_mib} MiB")
-            x.close("process_info")
+            x.block(
+                "process_info",
+                [
+                    ("gpu_instance_id", NA),
+                    ("compute_instance_id", NA),
+                    ("pid", p.pid),
+                    ("type", p.type),
+                    ("process_name", p.name),
+                    ("used_memory", f"{p.used_memory_mib} MiB"),
+                ],
+            )
         x.close("processes")
     else:
         x.empty("processes")
     x.empty("accounted_processes")
+    if major >= 555:
+        x.block("capabilities", [("egm", "disabled")])
     x.close("gpu")
+
+
+def _xml_temperature(x: _Xml, state: NodeState, g: GpuState) -> None:
+    x.open("temperature")
+    x.leaf("gpu_temp", _temp(g.temperature_c))
+    if tlimit_temperatures(state, g):
+        # The element names of a T.Limit GPU (580 H100, 595 L40S captures): *_tlimit_threshold, one -q shows.
+        shutdown, slowdown = _tlimit_thresholds(g)
+        x.leaf("gpu_temp_tlimit", _tlimit_margin(g))
+        x.leaf("gpu_temp_max_tlimit_threshold", _temp(shutdown))
+        x.leaf("gpu_temp_slow_tlimit_threshold", _temp(slowdown))
+        x.leaf("gpu_temp_max_gpu_tlimit_threshold", _temp(0))
+        x.leaf("gpu_target_temperature", NA)
+        x.leaf("memory_temp", _temp(g.temperature_memory_c))
+        x.leaf("gpu_temp_max_mem_tlimit_threshold", NA if g.temperature_memory_c is None else _temp(0))
+    else:
+        x.leaf("gpu_temp_tlimit", NA)
+        x.leaf("gpu_temp_max_threshold", _temp(g.temperature_shutdown_c))
+        x.leaf("gpu_temp_slow_threshold", _temp(g.temperature_slowdown_c))
+        x.leaf("gpu_temp_max_gpu_threshold", _temp(g.temperature_max_operating_c))
+        x.leaf("gpu_target_temperature", NA)
+        x.leaf("memory_temp", _temp(g.temperature_memory_c))
+        x.leaf("gpu_temp_max_mem_threshold", _temp(g.temperature_memory_max_c))
+    x.close("temperature")
+
+
+def _xml_power(x: _Xml, state: NodeState, g: GpuState) -> None:
+    split = _power_draw_split(state)
+    draw = [("average_power_draw", _watts(g.power_draw_w)), ("instant_power_draw", _watts(g.power_draw_w))]
+    limits = [
+        ("current_power_limit", _watts(g.power_limit_w)),
+        ("requested_power_limit", _watts(g.power_limit_w)),
+        ("default_power_limit", _watts(g.power_default_limit_w)),
+        ("min_power_limit", _watts(g.power_min_limit_w)),
+        ("max_power_limit", _watts(g.power_max_limit_w)),
+    ]
+    x.block(
+        "gpu_power_readings",
+        [("power_state", g.performance_state), *(draw if split else [("power_draw", _watts(g.power_draw_w))]), *limits],
+    )
+    if _driver_major(state) >= 550:
+        x.block("gpu_memory_power_readings", [(k, NA) for k, _ in draw] if split else [("power_draw", NA)])
+    module = [(k, NA) for k, _ in draw] if split else [("power_draw", NA)]
+    x.block("module_power_readings", [("power_state", g.performance_state), *module, *((k, NA) for k, _ in limits)])
+    if split:
+        x.leaf("power_smoothing", NA)
+        x.block("power_profiles", [("power_profile_requested_profiles", NA), ("power_profile_enforced_profiles", NA)])
+
+
+def _xml_clocks(x: _Xml, g: GpuState) -> None:
+    keys = (("graphics", "graphics_clock"), ("sm", "sm_clock"), ("memory", "mem_clock"), ("video", "video_clock"))
+    x.block("clocks", [(tag, _mhz(g.clocks_mhz, key)) for key, tag in keys])
+    graphics, memory = app_clocks(g)
+    x.block("applications_clocks", [("graphics_clock", _mhz_value(graphics)), ("mem_clock", _mhz_value(memory))])
+    graphics, memory = default_app_clocks(g)
+    x.block(
+        "default_applications_clocks", [("graphics_clock", _mhz_value(graphics)), ("mem_clock", _mhz_value(memory))]
+    )
+    x.block("deferred_clocks", [("mem_clock", NA)])
+    x.block("max_clocks", [(tag, _mhz(g.max_clocks_mhz, key)) for key, tag in keys])
+    x.block("max_customer_boost_clocks", [("graphics_clock", _mhz(g.max_clocks_mhz, "graphics"))])
+    x.block("clock_policy", [("auto_boost", NA), ("auto_boost_default", NA)])
+
+
+def _xml_supported_clocks(x: _Xml, g: GpuState) -> None:
+    clocks = supported_graphics_clocks(g)
+    if not clocks:
+        x.leaf("supported_clocks", NA)
+        return
+    x.open("supported_clocks")
+    x.open("supported_mem_clock")
+    x.leaf("value", _mhz_value(g.max_clocks_mhz.get("memory")))
+    for mhz in clocks:
+        x.leaf("supported_graphics_clock", f"{mhz} MHz")
+    x.close("supported_mem_clock")
+    x.close("supported_clocks")
 
 
 def _reset_required(g: GpuState) -> bool:
@@ -285,9 +476,12 @@ def _reset_required(g: GpuState) -> bool:
 
 
 def _xml_mig_devices(x: _Xml, g: GpuState) -> None:
+    """``<mig_devices>``, on every GPU: "None" on its own line when there are none (570 A100, 595 L40S captures)."""
     devices = [(gi, ci) for gi in sorted(g.mig_instances, key=lambda i: i.gi_id) for ci in gi.compute_instances]
-    if not devices:
-        x.leaf("mig_devices", "None")
+    if not (g.mig_supported and g.mig_mode_current and devices):
+        x.open("mig_devices")
+        x.lines.append(f"{chr(9) * x.depth}None")
+        x.close("mig_devices")
         return
     x.open("mig_devices")
     for index, (gi, ci) in enumerate(devices):
@@ -299,30 +493,43 @@ def _xml_mig_devices(x: _Xml, g: GpuState) -> None:
     x.close("mig_devices")
 
 
-def _xml_pci(x: _Xml, g: GpuState) -> None:
+def _xml_pci(x: _Xml, g: GpuState, major: int) -> None:
     domain, bus, devfn = g.bus_id.split(":")
     x.open("pci")
     x.leaf("pci_bus", bus)
     x.leaf("pci_device", devfn.split(".")[0])
     x.leaf("pci_domain", domain[-4:])
+    if major >= 550:
+        x.leaf("pci_base_class", 3)
+        x.leaf("pci_sub_class", 2)
     x.leaf("pci_device_id", f"{g.pci_device_id:08X}")
     x.leaf("pci_bus_id", g.bus_id)
     x.leaf("pci_sub_system_id", f"{g.pci_subsystem_id:08X}")
     x.open("pci_gpu_link_info")
-    x.open("pcie_gen")
-    x.leaf("max_link_gen", g.pcie_gen_max)
-    x.leaf("current_link_gen", g.pcie_gen_current)
-    x.leaf("device_current_link_gen", g.pcie_gen_current)
-    x.leaf("max_device_link_gen", g.pcie_gen_max)
-    x.leaf("max_host_link_gen", g.pcie_gen_max)
-    x.close("pcie_gen")
-    x.open("link_widths")
-    x.leaf("max_link_width", f"{g.pcie_width_max}x")
-    x.leaf("current_link_width", f"{g.pcie_width_current}x")
-    x.close("link_widths")
+    x.block(
+        "pcie_gen",
+        [
+            ("max_link_gen", g.pcie_gen_max),
+            ("current_link_gen", g.pcie_gen_current),
+            ("device_current_link_gen", g.pcie_gen_current),
+            ("max_device_link_gen", g.pcie_gen_max),
+            ("max_host_link_gen", g.pcie_gen_max),
+        ],
+    )
+    x.block(
+        "link_widths", [("max_link_width", f"{g.pcie_width_max}x"), ("current_link_width", f"{g.pcie_width_current}x")]
+    )
     x.close("pci_gpu_link_info")
+    x.block("pci_bridge_chip", [("bridge_chip_type", NA), ("bridge_chip_fw", NA)])
     x.leaf("replay_counter", 0)
     x.leaf("replay_rollover_counter", 0)
+    x.leaf("tx_util", "0 KB/s")
+    x.leaf("rx_util", "0 KB/s")
+    atomics = [("atomic_caps_inbound", NA), ("atomic_caps_outbound", NA)]
+    if major >= 565:
+        atomics.reverse()
+    for tag, value in atomics:
+        x.leaf(tag, value)
     x.close("pci")
 
 
@@ -380,18 +587,22 @@ def _xml_remapped(x: _Xml, g: GpuState) -> None:
     x.leaf("remapped_row_unc", rows.uncorrectable)
     x.leaf("remapped_row_pending", _yes(rows.pending))
     x.leaf("remapped_row_failure", _yes(rows.failure))
-    x.open("remapped_row_histogram")
-    x.leaf("row_remap_histogram_max", f"{_banks(g)} bank(s)")
+    x.open("row_remapper_histogram")
+    x.leaf("row_remapper_histogram_max", f"{_banks(g)} bank(s)")
     for level in ("high", "partial", "low", "none"):
-        x.leaf(f"row_remap_histogram_{level}", "0 bank(s)")
-    x.close("remapped_row_histogram")
+        x.leaf(f"row_remapper_histogram_{level}", "0 bank(s)")
+    x.close("row_remapper_histogram")
     x.close("remapped_rows")
 
 
 def _banks(g: GpuState) -> int:
-    # Spare-row banks grow with the HBM: 2560 on an 80 GB H100 (corpus -q), 32 per GiB of the
-    # nominal size (81559 MiB usable rounds up to 80 GiB).
-    return max(-(-g.memory_total_mib // 1024) * 32, 1)
+    """The histogram's ``Max``: spare-row banks per GiB of the board's nominal memory (rounded up to 8 GiB).
+
+    H100 80 GB 2560 and H100 NVL 3072 (32/GiB), A100 80 GB 640 (8/GiB), L40S 48 GB 192 (4/GiB): captures.
+    """
+    nominal = -(-g.memory_total_mib // 8192) * 8
+    per_gib = {"Ampere": 8, "Ada Lovelace": 4}.get(g.architecture, 32)
+    return max(nominal * per_gib, 1)
 
 
 # ---------------------------------------------------------------- text (-q)
@@ -520,7 +731,7 @@ def _inforom_image(gpu: GpuState) -> str:
 
 
 def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
-    new_layout = _driver_major(state) >= 550
+    major = _driver_major(state)
     t.section(None)
     t.kv(1, "Product Name", g.name)
     t.kv(1, "Product Brand", "NVIDIA")
@@ -533,9 +744,12 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(2, "Current", enabled(g.mig_mode_current if g.mig_supported else None))
     t.kv(2, "Pending", enabled(g.mig_mode_pending if g.mig_supported else None))
     t.section("ACCOUNTING")
-    t.kv(1, "Accounting Mode", "Disabled")
+    t.kv(1, "Accounting Mode", enabled(g.accounting_mode))
     t.kv(1, "Accounting Mode Buffer Size", 4000)
     t.section(None)
+    t.head(1, "Driver Model")
+    t.kv(2, "Current", NA)
+    t.kv(2, "Pending", NA)
     t.kv(1, "Serial Number", g.serial)
     t.kv(1, "GPU UUID", g.uuid)
     t.kv(1, "Minor Number", NA if g.minor_number is None else g.minor_number)
@@ -548,37 +762,59 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.kv(1, "Board Part Number", g.board_part_number or NA)
     t.kv(1, "GPU Part Number", _GPU_PART.get(g.pci_device_id, NA))
     t.kv(1, "FRU Part Number", NA)
-    # SXM modules sit in numbered baseboard slots; a PCIe card has no module id.
-    module = g.index + 1 if g.fabric_state is not None or g.nvlinks else NA
-    if new_layout:
+    if major >= 565:  # 550 and 555 print "Module ID" (L40S, A100 captures); 565 the Platform Info block
         t.head(1, "Platform Info")
         for key in ("RACK Serial Number", "Chassis Physical Slot Number", "Compute Slot Index", "Node Index"):
             t.kv(2, key, NA)
         t.kv(2, "Peer Type", NA)
-        t.kv(2, "Module Id", module)
+        t.kv(2, "Module Id", module_id(g))
     else:
-        t.kv(1, "Module ID", module)
+        t.kv(1, "Module ID", module_id(g))
     oem, ecc_object = _INFOROM.get(g.architecture, (NA, NA))
     t.head(1, "Inforom Version")
     t.kv(2, "Image Version", _inforom_image(g))
     t.kv(2, "OEM Object", oem)
     t.kv(2, "ECC Object", ecc_object if g.ecc_mode_current is not None else NA)
     t.kv(2, "Power Management Object", NA)
+    if major >= 550:
+        t.head(1, "Inforom BBX Object Flush")
+        t.kv(2, "Latest Timestamp", NA)
+        t.kv(2, "Latest Duration", NA)
     t.head(1, "GPU Operation Mode")
     t.kv(2, "Current", NA)
     t.kv(2, "Pending", NA)
-    t.section("RESET_STATUS")
-    t.head(1, "GPU Reset Status")
-    t.kv(2, "Reset Required", _yes(_reset_required(g)))
-    t.kv(2, "Drain and Reset Recommended", "No")
-    t.section("GSP_FIRMWARE_VERSION")
-    t.kv(1, "GSP Firmware Version", state.driver.version)
+    if major < 550:  # R535 order (535 XML): GSP firmware, virtualization, reset status
+        t.section("GSP_FIRMWARE_VERSION")
+        t.kv(1, "GSP Firmware Version", gsp_firmware(state, g))
+        t.section(None)
+        t.head(1, "GPU Virtualization Mode")
+        t.kv(2, "Virtualization Mode", "Pass-Through" if g.passthrough else "None")
+        t.kv(2, "Host VGPU Mode", NA)
+        _text_reset_status(t, g)
+    else:
+        t.kv(1, "GPU C2C Mode", "Disabled" if g.architecture in ("Hopper", "Blackwell") else NA)
+        t.head(1, "GPU Virtualization Mode")
+        t.kv(2, "Virtualization Mode", "Pass-Through" if g.passthrough else "None")
+        t.kv(2, "Host VGPU Mode", NA)
+        t.kv(2, "vGPU Heterogeneous Mode", NA)
+        _text_reset_status(t, g)
+        if major >= 565:
+            t.section(None)
+            t.kv(1, "GPU Recovery Action", "Reset" if _reset_required(g) else "None")
+        t.section("GSP_FIRMWARE_VERSION")
+        t.kv(1, "GSP Firmware Version", gsp_firmware(state, g))
+    t.section(None)
+    t.head(1, "IBMNPU")
+    t.kv(2, "Relaxed Ordering Mode", NA)
     t.section("PCIE")
     t.head(1, "PCI")
     domain, bus, devfn = g.bus_id.split(":")
     t.kv(2, "Bus", f"0x{bus}")
     t.kv(2, "Device", f"0x{devfn.split('.')[0]}")
     t.kv(2, "Domain", f"0x{domain[-4:]}")
+    if major >= 550:
+        t.kv(2, "Base Classcode", "0x3")
+        t.kv(2, "Sub Classcode", "0x2")
     t.kv(2, "Device Id", f"0x{g.pci_device_id:08X}")
     t.kv(2, "Bus Id", g.bus_id)
     t.kv(2, "Sub System Id", f"0x{g.pci_subsystem_id:08X}")
@@ -592,15 +828,29 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(3, "Link Width")
     t.kv(4, "Max", f"{g.pcie_width_max}x")
     t.kv(4, "Current", f"{g.pcie_width_current}x")
+    t.head(2, "Bridge Chip")
+    t.kv(3, "Type", NA)
+    t.kv(3, "Firmware", NA)
+    t.kv(2, "Replays Since Reset", 0)
+    t.kv(2, "Replay Number Rollovers", 0)
+    t.kv(2, "Tx Throughput", "0 KB/s")
+    t.kv(2, "Rx Throughput", "0 KB/s")
+    atomics = [("Atomic Caps Inbound", NA), ("Atomic Caps Outbound", NA)]
+    if major >= 565:  # 565 prints outbound first (H100 capture); 550 and 555 inbound first
+        atomics.reverse()
+    for key, value in atomics:
+        t.kv(2, key, value)
     t.section(None)
     t.kv(1, "Fan Speed", NA)
     t.section("PERFORMANCE")
     t.kv(1, "Performance State", g.performance_state)
     # Renamed in R535 (corpus nvidia_smi_xml/a100-sxm4-80gb-mig-535-v12.xml: clocks_event_reasons).
-    t.head(1, "Clocks Event Reasons" if _driver_major(state) >= 535 else "Clocks Throttle Reasons")
+    t.head(1, "Clocks Event Reasons" if major >= 535 else "Clocks Throttle Reasons")
     for key, _tag, label in _REASONS:
         depth = 3 if key in ("hw_thermal_slowdown", "hw_power_brake_slowdown") else 2
         t.kv(depth, label, "Active" if key in g.throttle_reasons else "Not Active")
+    if major >= 550:
+        t.kv(1, "Sparse Operation Mode", "Disabled" if g.architecture in ("Hopper", "Blackwell") else NA)
     t.section("MEMORY")
     t.head(1, "FB Memory Usage")
     t.kv(2, "Total", f"{g.memory_total_mib} MiB")
@@ -624,7 +874,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(1, "Utilization")
     t.kv(2, "Gpu", NA if g.mig_mode_current else f"{sm} %")
     t.kv(2, "Memory", NA if g.mig_mode_current else f"{memory} %")
-    engines = ("Encoder", "Decoder", "JPEG", "OFA") if new_layout else ("Encoder", "Decoder")
+    engines = ("Encoder", "Decoder", "JPEG", "OFA") if major >= 535 else ("Encoder", "Decoder")
     for key in engines:
         t.kv(2, key, NA if g.mig_mode_current else "0 %")
     t.section("ENCODER_STATS")
@@ -685,39 +935,51 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(1, "Temperature")
     t.kv(2, "GPU Current Temp", _temp(g.temperature_c))
     if tlimit_temperatures(state, g):
+        shutdown, slowdown = _tlimit_thresholds(g)
+        memory_tlimit = NA if g.temperature_memory_c is None else _temp(0)
         t.kv(2, "GPU T.Limit Temp", _tlimit_margin(g))
-        t.kv(2, "GPU Shutdown T.Limit Temp", _temp(_TLIMIT_SHUTDOWN_C))
-        t.kv(2, "GPU Slowdown T.Limit Temp", _temp(_TLIMIT_SLOWDOWN_C))
+        t.kv(2, "GPU Shutdown T.Limit Temp", _temp(shutdown))
+        t.kv(2, "GPU Slowdown T.Limit Temp", _temp(slowdown))
         t.kv(2, "GPU Max Operating T.Limit Temp", _temp(0))
         t.kv(2, "GPU Target Temperature", NA)
         t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
-        t.kv(2, "Memory Max Operating T.Limit Temp", _temp(0))
+        t.kv(2, "Memory Max Operating T.Limit Temp", memory_tlimit)
     else:
+        # A100 at 555 (and the A800/A100 at 535): the T.Limit line is there, N/A, before the absolute thresholds.
+        t.kv(2, "GPU T.Limit Temp", NA)
         t.kv(2, "GPU Shutdown Temp", _temp(g.temperature_shutdown_c))
         t.kv(2, "GPU Slowdown Temp", _temp(g.temperature_slowdown_c))
         t.kv(2, "GPU Max Operating Temp", _temp(g.temperature_max_operating_c))
+        t.kv(2, "GPU Target Temperature", NA)
         t.kv(2, "Memory Current Temp", _temp(g.temperature_memory_c))
         t.kv(2, "Memory Max Operating Temp", _temp(g.temperature_memory_max_c))
     t.section("POWER")
-    t.head(1, "GPU Power Readings")
-    t.kv(2, "Power Draw", _watts(g.power_draw_w))
-    t.kv(2, "Current Power Limit", _watts(g.power_limit_w))
-    t.kv(2, "Requested Power Limit", _watts(g.power_limit_w))
-    t.kv(2, "Default Power Limit", _watts(g.power_default_limit_w))
-    t.kv(2, "Min Power Limit", _watts(g.power_min_limit_w))
-    t.kv(2, "Max Power Limit", _watts(g.power_max_limit_w))
+    _text_power(t, state, g)
     t.section("CLOCK")
-    for title, source in (("Clocks", g.clocks_mhz), ("Max Clocks", g.max_clocks_mhz)):
-        t.head(1, title)
-        for key, label in (("graphics", "Graphics"), ("sm", "SM"), ("memory", "Memory"), ("video", "Video")):
-            t.kv(2, label, _mhz(source, key))
+    _text_clocks(t, g)
+    t.section("VOLTAGE")
+    t.head(1, "Voltage")
+    t.kv(2, "Graphics", _VOLTAGE_MV.get(g.architecture, NA))
     t.section(None)
     t.head(1, "Fabric")
     t.kv(2, "State", g.fabric_state or NA)
     t.kv(2, "Status", g.fabric_status or NA)
-    t.kv(2, "CliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
-    cluster = g.fabric_cluster_uuid or "00000000-0000-0000-0000-000000000000"  # zeros: no NVLink domain
-    t.kv(2, "ClusterUUID", NA if g.fabric_state is None else cluster)
+    if major >= 550:
+        t.kv(2, "CliqueId", NA if g.fabric_clique_id is None else g.fabric_clique_id)
+        cluster = g.fabric_cluster_uuid or "00000000-0000-0000-0000-000000000000"  # zeros: no NVLink domain
+        t.kv(2, "ClusterUUID", NA if g.fabric_state is None else cluster)
+        t.head(2, "Health")
+        t.kv(3, "Bandwidth", NA)
+    t.section("SUPPORTED_CLOCKS")
+    if t.only is not None:  # only asked for: a full -q leaves the list out (565 capture)
+        t.head(1, "Supported Clocks")
+        clocks = supported_graphics_clocks(g)
+        if not clocks:
+            t.kv(2, "Memory", NA)
+        else:
+            t.kv(2, "Memory", _mhz_value(g.max_clocks_mhz.get("memory")))
+            for mhz in clocks:
+                t.kv(3, "Graphics", f"{mhz} MHz")
     t.section("PIDS")
     if g.processes:
         t.head(1, "Processes")
@@ -730,6 +992,85 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
             t.kv(3, "Used GPU Memory", f"{p.used_memory_mib} MiB")
     else:
         t.kv(1, "Processes", "None")
+    if major >= 555:
+        t.section(None)
+        t.head(1, "Capabilities")
+        t.kv(2, "EGM", "disabled")
+
+
+def _text_reset_status(t: _Text, g: GpuState) -> None:
+    t.section("RESET_STATUS")
+    t.head(1, "GPU Reset Status")
+    t.kv(2, "Reset Required", _yes(_reset_required(g)))
+    t.kv(2, "Drain and Reset Recommended", "No")
+
+
+def _text_power(t: _Text, state: NodeState, g: GpuState) -> None:
+    """GPU, GPU memory and module power; ``-d POWER`` adds the Power Samples (580 -d POWER capture)."""
+    split = _power_draw_split(state)
+    limits = (
+        ("Current Power Limit", _watts(g.power_limit_w)),
+        ("Requested Power Limit", _watts(g.power_limit_w)),
+        ("Default Power Limit", _watts(g.power_default_limit_w)),
+        ("Min Power Limit", _watts(g.power_min_limit_w)),
+        ("Max Power Limit", _watts(g.power_max_limit_w)),
+    )
+    t.head(1, "GPU Power Readings")
+    if split:
+        t.kv(2, "Average Power Draw", _watts(g.power_draw_w))
+        t.kv(2, "Instantaneous Power Draw", _watts(g.power_draw_w))
+    else:
+        t.kv(2, "Power Draw", _watts(g.power_draw_w))
+    for key, value in limits:
+        t.kv(2, key, value)
+    if t.only is not None:
+        t.head(1, "Power Samples")
+        t.kv(2, "Duration", "2.36 sec")
+        t.kv(2, "Number of Samples", 119)
+        t.kv(2, "Max", _watts(g.power_draw_w * 1.05))
+        t.kv(2, "Min", _watts(g.power_draw_w * 0.97))
+        t.kv(2, "Avg", _watts(g.power_draw_w))
+    if _driver_major(state) >= 550:
+        t.head(1, "GPU Memory Power Readings ")  # the trailing space is nvidia-smi's
+        if split:
+            t.kv(2, "Average Power Draw", NA)
+            t.kv(2, "Instantaneous Power Draw", NA)
+        else:
+            t.kv(2, "Power Draw", NA)
+    t.head(1, "Module Power Readings")
+    draws = ("Average Power Draw", "Instantaneous Power Draw") if split else ("Power Draw",)
+    for key in (*draws, *(k for k, _ in limits)):
+        t.kv(2, key, NA)
+
+
+def _text_clocks(t: _Text, g: GpuState) -> None:
+    """Clocks; ``-d CLOCK`` adds the SM and memory clock samples (510 and 580 -d CLOCK captures: Not Found)."""
+    t.head(1, "Clocks")
+    for key, label in (("graphics", "Graphics"), ("sm", "SM"), ("memory", "Memory"), ("video", "Video")):
+        t.kv(2, label, _mhz(g.clocks_mhz, key))
+    graphics, memory = app_clocks(g)
+    t.head(1, "Applications Clocks")
+    t.kv(2, "Graphics", _mhz_value(graphics))
+    t.kv(2, "Memory", _mhz_value(memory))
+    graphics, memory = default_app_clocks(g)
+    t.head(1, "Default Applications Clocks")
+    t.kv(2, "Graphics", _mhz_value(graphics))
+    t.kv(2, "Memory", _mhz_value(memory))
+    t.head(1, "Deferred Clocks")
+    t.kv(2, "Memory", NA)
+    t.head(1, "Max Clocks")
+    for key, label in (("graphics", "Graphics"), ("sm", "SM"), ("memory", "Memory"), ("video", "Video")):
+        t.kv(2, label, _mhz(g.max_clocks_mhz, key))
+    t.head(1, "Max Customer Boost Clocks")
+    t.kv(2, "Graphics", _mhz(g.max_clocks_mhz, "graphics"))
+    if t.only is not None:
+        for title in ("SM Clock Samples", "Memory Clock Samples"):
+            t.head(1, title)
+            for key in ("Duration", "Number of Samples", "Max", "Min", "Avg"):
+                t.kv(2, key, "Not Found")
+    t.head(1, "Clock Policy")
+    t.kv(2, "Auto Boost", NA)
+    t.kv(2, "Auto Boost Default", NA)
 
 
 # ---------------------------------------------------------------- --query-gpu
@@ -760,6 +1101,34 @@ def _rows(g: GpuState, attr: str) -> object:
 
 def _ecc_count(g: GpuState, attr: str) -> int | None:
     return getattr(g.ecc, attr) if g.ecc_mode_current else None
+
+
+def _ecc_by_location(kind: str, scope: str, where: str) -> Callable[[NodeState, GpuState], object]:
+    """ECC counts by memory location: every simulated error is in device memory (DRAM), SRAM stays 0."""
+
+    def value(s: NodeState, g: GpuState) -> object:
+        if not g.ecc_mode_current:
+            return None
+        return getattr(g.ecc, f"{scope}_{kind}") if where == "dram" else 0
+
+    return value
+
+
+def _reason(key: str) -> Callable[[NodeState, GpuState], object]:
+    return lambda s, g: "Active" if key in g.throttle_reasons else "Not Active"
+
+
+def _retired(g: GpuState, attr: str) -> object:
+    if g.retired_pages is None:
+        return None
+    value = getattr(g.retired_pages, attr)
+    return _yes(value) if isinstance(value, bool) else value
+
+
+def _tlimit_value(s: NodeState, g: GpuState) -> object:
+    if not tlimit_temperatures(s, g) or g.temperature_max_operating_c is None:
+        return None
+    return g.temperature_max_operating_c - g.temperature_c
 
 
 FIELDS: dict[str, Field] = {
@@ -823,10 +1192,68 @@ FIELDS: dict[str, Field] = {
     "fabric.status": Field(None, lambda s, g: g.fabric_status),
     "mig.mode.current": Field(None, lambda s, g: _pstate_mig(g, pending=False)),
     "mig.mode.pending": Field(None, lambda s, g: _pstate_mig(g, pending=True)),
+    # Fields nvidia-smi --help-query-gpu lists that scripts ask for (audit row 11).
+    "display_mode": Field(None, lambda s, g: "Enabled"),
+    "display_active": Field(None, lambda s, g: "Disabled"),
+    "accounting.mode": Field(None, lambda s, g: enabled(g.accounting_mode)),
+    "accounting.buffer_size": Field(None, lambda s, g: 4000),
+    "driver_model.current": Field(None, lambda s, g: None),
+    "driver_model.pending": Field(None, lambda s, g: None),
+    "inforom.img": Field(None, lambda s, g: None if _inforom_image(g) == NA else _inforom_image(g)),
+    "inforom.oem": Field(None, lambda s, g: _INFOROM.get(g.architecture, (None, None))[0]),
+    "inforom.ecc": Field(None, lambda s, g: _INFOROM.get(g.architecture, (None, None))[1]),
+    "inforom.pwr": Field(None, lambda s, g: None),
+    "gom.current": Field(None, lambda s, g: None),
+    "gom.pending": Field(None, lambda s, g: None),
+    "reset_status.reset_required": Field(None, lambda s, g: _yes(_reset_required(g))),
+    "reset_status.drain_and_reset_recommended": Field(None, lambda s, g: "No"),
+    "utilization.encoder": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "utilization.decoder": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "utilization.jpeg": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "utilization.ofa": Field("%", lambda s, g: None if g.mig_mode_current else 0),
+    "temperature.gpu.tlimit": Field(None, lambda s, g: _tlimit_value(s, g)),
+    "power.management": Field(None, lambda s, g: "Enabled"),
+    "power.draw.average": Field("W", lambda s, g: f"{g.power_draw_w:.2f}"),
+    "clocks.video": Field("MHz", lambda s, g: g.clocks_mhz.get("video")),
+    "clocks.max.video": Field("MHz", lambda s, g: g.max_clocks_mhz.get("video")),
+    "clocks.applications.graphics": Field("MHz", lambda s, g: app_clocks(g)[0]),
+    "clocks.applications.memory": Field("MHz", lambda s, g: app_clocks(g)[1]),
+    "clocks.default_applications.graphics": Field("MHz", lambda s, g: default_app_clocks(g)[0]),
+    "clocks.default_applications.memory": Field("MHz", lambda s, g: default_app_clocks(g)[1]),
+    "retired_pages.single_bit_ecc.count": Field(None, lambda s, g: _retired(g, "single_bit")),
+    "retired_pages.double_bit.count": Field(None, lambda s, g: _retired(g, "double_bit")),
+    "retired_pages.pending": Field(None, lambda s, g: _retired(g, "pending")),
+    **{
+        f"ecc.errors.{kind}.{scope}.{where}": Field(None, _ecc_by_location(kind, scope, where))
+        for kind in ("corrected", "uncorrected")
+        for scope in ("volatile", "aggregate")
+        for where in ("dram", "sram")
+    },
+    **{
+        f"clocks_throttle_reasons.{key}": Field(None, _reason(key))
+        for key in (
+            *("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown"),
+            *("hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown"),
+        )
+    },
+    "clocks_throttle_reasons.supported": Field(None, lambda s, g: f"0x{sum(THROTTLE_REASON_BITS.values()):016X}"),
 }
 
 # nvidia-smi's other spellings of the same fields.
 ALIASES = {
+    **{f"clocks_event_reasons.{key}": f"clocks_throttle_reasons.{key}" for key in THROTTLE_REASON_BITS},
+    "clocks_event_reasons.supported": "clocks_throttle_reasons.supported",
+    "clocks.applications.gr": "clocks.applications.graphics",
+    "clocks.applications.mem": "clocks.applications.memory",
+    "clocks.default_applications.gr": "clocks.default_applications.graphics",
+    "clocks.default_applications.mem": "clocks.default_applications.memory",
+    "clocks.current.video": "clocks.video",
+    "accounting.buffer_size": "accounting.buffer_size",
+    "retired_pages.sbe": "retired_pages.single_bit_ecc.count",
+    "retired_pages.dbe": "retired_pages.double_bit.count",
+    "driver_model.cur": "driver_model.current",
+    "gom.cur": "gom.current",
+    "power.draw.avg": "power.draw.average",
     "gpu_name": "name",
     "gpu_serial": "serial",
     "gpu_uuid": "uuid",

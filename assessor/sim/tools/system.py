@@ -128,6 +128,12 @@ def _release(state: NodeState) -> str:
     return parts[2] if len(parts) > 2 else "5.15.0-91-generic"
 
 
+def machine(state: NodeState) -> str:
+    """``uname -m`` of the node: the machine field of its ``uname -a`` (``aarch64`` on Grace), else ``x86_64``."""
+    parts = (state.uname or "").split()
+    return parts[-4] if len(parts) >= 8 and parts[-1] == "GNU/Linux" else "x86_64"
+
+
 def modprobe(args: list[str], session: Session) -> ToolResult:
     """``modprobe [-r] MODULE...``: load or unload modules (root only), with modprobe's refusals.
 
@@ -249,12 +255,13 @@ def _driver_loaded(state: NodeState) -> None:
         reset_gpu_state(gpu)
         gpu.processes = []
         gpu.lost = False
-        if gpu.fabric_state is not None:
+        if gpu.fabric_state is not None and state.nvswitches:  # a GB200 tray's fabric is managed outside it
             gpu.fabric_state, gpu.fabric_status = "In Progress", None
+    arch = machine(state)  # "for aarch64" on Grace (geerlingguy/raspberry-pi-pcie-devices#692)
     banner = (
-        "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  " + drv.kernel_module_version + "  Release Build"
+        f"NVRM: loading NVIDIA UNIX Open Kernel Module for {arch}  {drv.kernel_module_version}  Release Build"
         if drv.open_kernel_module
-        else "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  " + drv.kernel_module_version
+        else f"NVRM: loading NVIDIA UNIX {arch} Kernel Module  {drv.kernel_module_version}"
     )
     lines = ["nvidia-nvlink: Nvlink Core is being initialized, major device number 508"]
     lines += [f"nvidia {g.bus_id[4:].lower()}: enabling device (0000 -> 0002)" for g in state.gpus]
@@ -383,12 +390,62 @@ def _journal_time(state: NodeState, seconds: float, *, long: bool = False) -> st
 BOOT_START_S = 12.0  # when systemd starts the units at boot
 BOOT_FAIL_S = 14.0
 
+# The IMEX daemon of a multi-node NVLink domain (a GB200 NVL72 compute tray). Its config names the file that lists
+# the IP addresses of every node in the IMEX domain (IMEX_NODE_CONFIG_FILE, default below: NVIDIA IMEX guide,
+# "IMEX Service Config Options"). At start it binds to the one of those addresses this node has, and exits
+# logging "No matching network interface found for any IP addresses in the node configuration file PATH."
+# when it has none of them (the daemon's message, quoted in kubernetes-sigs/dra-driver-nvidia-gpu#298). The
+# node's addresses are its netplan configuration's; a node without one is not judged (its IMEX starts).
+IMEX_UNIT = "nvidia-imex.service"
+IMEX_CONFIG = "/etc/nvidia-imex/config.cfg"
+IMEX_NODES_CONFIG = "/etc/nvidia-imex/nodes_config.cfg"
+NETPLAN_CONFIG = "/etc/netplan/50-cloud-init.yaml"
+_ADDRESS = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})/\d{1,2}\b")
+
+
+def node_addresses(root: Path | None) -> set[str]:
+    """The node's IPv4 addresses, as its netplan configuration gives them (``- 10.114.2.11/24``)."""
+    return set(_ADDRESS.findall(read_config(root, NETPLAN_CONFIG) or ""))
+
+
+def imex_nodes_config_path(root: Path | None) -> str:
+    """The node list IMEX reads: ``IMEX_NODE_CONFIG_FILE`` of its config, else the default."""
+    for line in (read_config(root, IMEX_CONFIG) or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "IMEX_NODE_CONFIG_FILE" and value.strip():
+            return value.strip()
+    return IMEX_NODES_CONFIG
+
+
+def imex_error(root: Path | None, state: NodeState) -> str | None:
+    """What the IMEX daemon logs as it exits on its node list, or None when it would start."""
+    addresses = node_addresses(root)
+    if not addresses:
+        return None  # the node's addresses are not known: not judged
+    path = imex_nodes_config_path(root)
+    listed = {line.split("#", 1)[0].strip() for line in (read_config(root, path) or "").splitlines()}
+    if addresses & listed:
+        return None
+    return f"No matching network interface found for any IP addresses in the node configuration file {path}."
+
+
+def _imex_lines(state: NodeState, ok: bool, root: Path | None) -> list[str]:
+    """The IMEX daemon's first line (``IMEX version V is running with the following configuration options``,
+    kubernetes-sigs/dra-driver-nvidia-gpu#298), then why it exits when it does."""
+    if not state.driver.loaded:
+        return []
+    lines = [f"IMEX version {state.driver.version} is running with the following configuration options"]
+    error = None if ok else imex_error(root, state)
+    return lines + ([error] if error else [])
+
 
 def _daemon_lines(state: NodeState, unit: str, ok: bool, root: Path | None = None) -> list[str]:
     """What the daemon itself logs as it starts: the fabric manager's lines (its log file and the journal).
 
     ``root`` is the node's configuration root: a fabric manager that failed on its own configuration logs why.
     """
+    if unit == IMEX_UNIT:
+        return _imex_lines(state, ok, root)
     if unit != "nvidia-fabricmanager.service":
         return []
     drv = state.driver
@@ -434,6 +491,8 @@ def _unit_events(
     def started(t: float, ok: bool) -> None:
         events.append((t, "systemd[1]", f"Starting {desc}..."))
         events.extend((t, f"{comm}[{pid}]", line) for line in _daemon_lines(state, unit, ok, root))
+        if ok and unit == "nvidia-persistenced.service":
+            events.append((t, f"{comm}[{pid}]", f"Started ({pid})"))  # the daemon's own line, without --verbose
         if ok:
             events.append((t, "systemd[1]", f"Started {desc}."))
         else:
@@ -496,6 +555,10 @@ def fabric_manager_log(state: NodeState, root: Path | None = None) -> str | None
 # ---- systemctl -------------------------------------------------------------------------------
 
 # Units the simulator runs, with what systemd knows of them when the state does not say.
+# Running Type=forking units whose status systemd prints with the Process line of the exited ExecStart: their
+# Tasks, Memory and CPU lines (corpus/systemctl_status/06: nvidia-persistenced is one thread, about 1 MB).
+_FORKING: dict[str, tuple[str, str, str]] = {"nvidia-persistenced.service": ("1", "944.0K", "328ms")}
+
 _UNITS = {
     "nvidia-fabricmanager.service": (
         "NVIDIA fabric manager service",
@@ -522,6 +585,7 @@ _UNITS = {
         "/etc/init.d/openibd start bootid=0",
     ),
     "opensm.service": ("OpenSM", "/lib/systemd/system", "opensm", "/usr/sbin/opensm"),
+    IMEX_UNIT: ("NVIDIA IMEX service", "/lib/systemd/system", "nvidia-imex", f"/usr/bin/nvidia-imex -c {IMEX_CONFIG}"),
 }
 _PROPERTY_ORDER = (
     # systemctl show prints the Service interface's properties before the Unit's.
@@ -850,10 +914,17 @@ def _status(state: NodeState, units: list[str], root: Path | None = None) -> Too
             since = service.since_s if service.since_s is not None else BOOT_START_S
             block.append(f"     Active: active ({service.sub_state}) since {_since(state, since)}\n")
             if service.sub_state == "running":
+                forking = _FORKING.get(unit)
+                if forking is not None:
+                    # a Type=forking unit: the ExecStart process exited once its child, the main PID, ran
+                    block.append(f"    Process: {pid - 1} ExecStart={cmdline} (code=exited, status=0/SUCCESS)\n")
                 # systemd shows the kernel's comm, cut to 15 characters: "(nv-fabricmanage)" in
                 # corpus/fabricmanager/02.
                 block.append(f"   Main PID: {pid} ({comm[:15]})\n")
-                block.append("      Tasks: 18 (limit: 629145)\n")
+                tasks, memory, cpu = forking or ("18", None, None)
+                block.append(f"      Tasks: {tasks} (limit: 629145)\n")
+                if memory is not None:
+                    block.append(f"     Memory: {memory}\n        CPU: {cpu}\n")
                 block.append(f"     CGroup: /system.slice/{unit}\n")
                 block.append(f"             └─{pid} {cmdline}\n")
             else:
@@ -953,6 +1024,10 @@ def start_unit(state: NodeState, unit: str, service: ServiceState, root: Path | 
     if unit in ("nvidia-persistenced.service", "nvidia-dcgm.service") and not driver_ok:
         _fail(service)
         return False
+    if unit == IMEX_UNIT and (not driver_ok or imex_error(root, state) is not None):
+        # IMEX checks the loaded driver stack and aborts on a mismatch (IMEX guide); its node list, above
+        _fail(service)
+        return False
     service.active_state, service.result, service.exec_main_status = "active", "success", 0
     service.sub_state = "exited" if unit == "openibd.service" else "running"
     if unit == "nvidia-persistenced.service":
@@ -999,17 +1074,23 @@ _UNQUOTED_OS_KEYS = {"ID", "ID_LIKE", "VERSION_CODENAME", "UBUNTU_CODENAME", "VE
 
 
 def driver_version_text(state: NodeState) -> str | None:
-    """``/proc/driver/nvidia/version`` of the loaded kernel module; None when it is not loaded."""
+    """``/proc/driver/nvidia/version`` of the loaded kernel module; None when it is not loaded.
+
+    The module's architecture is the node's: ``... Open Kernel Module for aarch64  580.95.05  Release Build ...``
+    on an arm64 node (its load banner in geerlingguy/raspberry-pi-pcie-devices#692), ``NVIDIA UNIX aarch64 Kernel
+    Module`` for the proprietary one (HeyMeco/Rockchip-pcie-devices#2).
+    """
     drv = state.driver
     if not drv.loaded or not state.module_loaded("nvidia"):
         return None
+    arch = machine(state)
     if drv.open_kernel_module:
         head = (
-            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {drv.kernel_module_version}  Release Build  "
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {drv.kernel_module_version}  Release Build  "
             f"(dvs-builder@U22-I3-B10-02-5)  {drv.build_date or ''}"
         ).rstrip()
     else:
-        head = f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {drv.kernel_module_version}  {drv.build_date or ''}"
+        head = f"NVRM version: NVIDIA UNIX {arch} Kernel Module  {drv.kernel_module_version}  {drv.build_date or ''}"
         head = head.rstrip()
     gcc = _GCC.get(state.os_release.get("VERSION_ID", ""), "gcc version 12.3.0 (GCC)")
     return f"{head}\nGCC version:  {gcc} \n"
@@ -1065,9 +1146,9 @@ def uname(args: list[str], session: Session) -> ToolResult:
         "-n": state.host,
         "-r": parts[2] if len(parts) > 2 else "",
         "-v": kernel_version,
-        "-m": "x86_64",
-        "-p": "x86_64",
-        "-i": "x86_64",
+        "-m": machine(state),
+        "-p": machine(state),
+        "-i": machine(state),
         "-o": "GNU/Linux",
     }
     picked = []

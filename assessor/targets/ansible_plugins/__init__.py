@@ -1,0 +1,1 @@
+"""Ansible plugins gpulab puts on Ansible's path for its own runs (:mod:`assessor.targets.ansible`)."""
