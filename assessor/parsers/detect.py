@@ -43,7 +43,7 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
     "nvidia-smi-nvlink": (
         re.compile(r"^[ \t]+Link \d{1,3}: (?:\d+(?:\.\d+)? GB/s|<inactive>)[ \t]*$", _M),
         # nvlink -R (the far end of each link), and nvlink -s on a board whose links are all down
-        re.compile(r"^[ \t]+Link \d{1,3}: Remote Device [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d: Link \d", _M),
+        re.compile(r"^[ \t]+Link \d{1,3}: Remote Device [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[\dA-Fa-f]{2}\.\d: Link", _M),
         re.compile(r"^GPU \d{1,3}: [^\n]{1,200}\n(?:NVML: )?Unable to retrieve NVLink information", _M | re.I),
     ),
     "nvidia-smi-list": (re.compile(r"^GPU \d{1,4}: [^\n]{0,200}\(UUID: ?GPU-[^\n)]{0,80}\)[ \t]*$", _M),),
