@@ -18,12 +18,6 @@ _DB_HELP = "Attempts database (default $GPULAB_DB, else $XDG_DATA_HOME/gpulab/at
 _CANDIDATE_HELP = "Whose attempt this is (default: the OS user)."
 
 
-def _candidate(name: str | None) -> str:
-    from assessor.labs.attempts import default_candidate
-
-    return name or default_candidate()
-
-
 def _console() -> Any:
     from rich.console import Console
 
@@ -52,7 +46,7 @@ def _say(text: Any = "", nl: bool = True, err: bool = False) -> None:
     """Print a line of a lab command: every line :mod:`assessor.labs.commands` (and what it calls) hands over is
     raw data, neutralised here, at the point of printing, and nowhere before: credentials redacted, then one
     line by :func:`assessor.neutralise.visible` (a line feed in a candidate's name or a node's message is shown
-    as ``\\n``, so no line can pass for one of gpulab's own). A body printed without a final line feed (a lab's
+    as ``\\n``, so no line can pass for one that gpulab printed). A body printed without a final line feed (a lab's
     reference answer, YAML the user saves) keeps its line feeds, every other invisible character an escape."""
     from assessor.neutralise import visible, visible_lines
     from assessor.secrets import redact
@@ -124,38 +118,20 @@ def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: st
     database cannot be read (the labs are still listed)."""
     import json
 
-    from assessor.labs import attempts
-    from assessor.labs.loader import load_catalogue
-    from assessor.labs.model import DOMAINS, LEVEL_NAMES
+    from assessor.labs import views
+    from assessor.labs.model import DOMAINS
 
     if domain is not None and domain not in DOMAINS:
         raise click.BadParameter(f"{domain!r} is not one of {', '.join(DOMAINS)}", param_hint="--domain")
-    cat = load_catalogue()
-    labs = [x for x in cat.labs if (domain is None or x.domain == domain) and (level is None or x.level == level)]
-    who = _candidate(candidate)
-    states: dict[str, dict[str, Any]] | None = None
-    failure: Exception | None = None
-    from pathlib import Path
-
-    try:
-        if Path(db or attempts.default_path()).exists():  # listing never creates a database
-            with attempts.guarded(db) as conn:
-                states = attempts.lab_states(conn, who, [x.id for x in labs])
-        else:
-            states = {x.id: {"state": "not started", "best_percent": None, "attempts": 0} for x in labs}
-    except attempts.DatabaseError as exc:
-        failure = exc
+    listed = views.listing(domain=domain, level=level, candidate=candidate, db=db)
+    states = listed.states
     if as_json:
-        rows = [{**_lab_json(x), **({"candidate": who, **states[x.id]} if states else {})} for x in labs]
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(listed.records(), indent=2))
     else:
         from rich.table import Table
 
         console = _console()
-        for d in DOMAINS:
-            mine = [x for x in labs if x.domain == d]
-            if not mine:
-                continue
+        for d, mine in listed.by_domain():
             table = Table(title=f"{d}", title_justify="left", show_lines=False)
             for col in ("id", "level", "title", "min", "runs on") + (("state", "best") if states else ()):
                 table.add_column(col)
@@ -163,7 +139,7 @@ def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: st
                 # a lab folder's values (title, id) are data: plain Text, never rich markup, escapes shown
                 cells = [
                     _text(x.id),
-                    _text(f"{x.level} {LEVEL_NAMES[x.level]}"),
+                    _text(f"{x.level} {x.level_name}"),
                     _text(x.title),
                     _text(str(x.time_limit_min)),
                     _text(", ".join(x.runs_on)),
@@ -176,34 +152,14 @@ def lab_list(domain: str | None, level: int | None, as_json: bool, candidate: st
                     ]
                 table.add_row(*cells)
             console.print(table)
-        if not labs:
-            _say(f"no labs under {cat.root}" + (" match" if domain or level else ""))
-    for err in cat.errors:
+        if not listed.labs:
+            _say(f"no labs under {listed.root}" + (" match" if domain or level else ""))
+    for err in listed.errors:
         _error(err)
-    if failure is not None:
-        _error(failure)
-    if cat.errors or failure is not None:
+    if listed.failure is not None:
+        _error(listed.failure)
+    if listed.errors or listed.failure is not None:
         sys.exit(2)
-
-
-def _lab_json(x: Any) -> dict[str, Any]:
-    return {
-        "id": x.id,
-        "title": x.title,
-        "domain": x.domain,
-        "level": x.level,
-        "level_name": x.level_name,
-        "exam_domains": list(x.exam_domains),
-        "time_limit_min": x.time_limit_min,
-        "target": x.target,
-        "runs_on": list(x.runs_on),
-        "fixture": x.fixture,
-        "pass_percent": x.pass_percent,
-        "points": x.total_points,
-        "checks": [c.id for c in x.checks],
-        "path": str(x.path),
-        "sha256": x.digest,
-    }
 
 
 @lab.command("status")
@@ -214,18 +170,10 @@ def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
     """The candidate's open labs: where, since when, time left, hints used."""
     import json
 
-    from assessor.labs import attempts
-    from assessor.labs.loader import load_catalogue
+    from assessor.labs import views
 
-    who = _candidate(candidate)
-    cat = load_catalogue()
-    known = {x.id: x for x in cat.labs}
-    from pathlib import Path
-
-    rows: list[dict[str, Any]] = []
-    if Path(db or attempts.default_path()).exists():  # no database yet: nothing is open
-        with attempts.guarded(db) as conn:
-            rows = attempts.status(conn, who, {k: (v.time_limit_min, len(v.checks)) for k, v in known.items()})
+    opened = views.open_labs(candidate=candidate, db=db)
+    who, rows = opened.candidate, opened.rows
     if as_json:
         click.echo(json.dumps({"candidate": who, "open": rows}, indent=2))
         return
@@ -247,14 +195,12 @@ def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
     """A lab's metadata and its README, rendered as text (a lab with variants: the candidate's variant)."""
     import json
 
-    from assessor.labs.loader import fill, find_lab, pick_variant, read_readme
+    from assessor.labs import views
 
-    x = find_lab(lab_id)
-    readme = read_readme(x)  # bounded (MAX_README_BYTES): a 1 GB README is one line of error
-    if x.variants:
-        readme = fill(readme, pick_variant(x, _candidate(candidate)))
+    shown_lab = views.show(lab_id, candidate=candidate)
+    x, readme = shown_lab.lab, shown_lab.readme
     if as_json:
-        click.echo(json.dumps({**_lab_json(x), "readme": readme}, indent=2))
+        click.echo(json.dumps({**views.lab_record(x), "readme": readme}, indent=2))
         return
     from rich.markdown import Markdown
     from rich.markup import escape
@@ -519,30 +465,15 @@ def lab_hint(lab_id: str, candidate: str | None, db: str | None) -> None:
     Hints come one at a time and each one's use is recorded with the open start: grades and
     `gpulab progress` show how many were used.
     """
-    from assessor.labs import attempts
-    from assessor.labs.loader import find_lab
+    from assessor.labs import views
 
-    x = find_lab(lab_id)
-    who = _candidate(candidate)
-    with attempts.guarded(db) as conn:
-        begun = attempts.open_start(conn, who, x.id)
-        new = attempts.reveal_hint(
-            conn,
-            candidate=who,
-            lab_id=x.id,
-            start_id=begun.id if begun else None,
-            available=len(x.checks),
-            at=attempts.now(),
-        )
-        shown = attempts.hints_used(conn, who, x.id, begun.id if begun else None)
-    for i, c in enumerate(x.checks[:shown], 1):
+    hints = views.hint(lab_id, candidate=candidate, db=db)
+    for i, c in enumerate(hints.shown, 1):
         _say(f"{i}. {c.id} ({_worth(c)}): {c.hint}")
-    total = len(x.checks)
-    if new is None:
-        _say(f"all {total} hints of {x.id} are shown")
+    if not hints.new:
+        _say(f"all {hints.total} hints of {hints.lab.id} are shown")
     else:
-        left = total - shown
-        _say(f"hint {shown} of {total} revealed and recorded for {who}; {left} left")
+        _say(f"hint {len(hints.shown)} of {hints.total} revealed and recorded for {hints.candidate}; {hints.left} left")
 
 
 def _worth(c: Any) -> str:
@@ -656,15 +587,14 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
     until you start it again (a new clock). The node is left as it is, and free for another lab. Exit 2 when
     LAB is not open for you, or you name none and have several open (`gpulab lab status` lists them).
     """
-    from assessor.labs import lifecycle
+    from assessor.labs import views
 
-    who = _candidate(candidate)
-    closed = lifecycle.close_own(lab_id, candidate=who, db=db)
-    if not closed:
-        _say(f"no open lab for {who}: nothing to close")
-    for s in closed:
+    closed = views.close(lab_id, candidate=candidate, db=db)
+    if not closed.labs:
+        _say(f"no open lab for {closed.candidate}: nothing to close")
+    for s in closed.labs:
         _say(
-            f"closed {lifecycle.describe_open(s)} on {s.target} as abandoned: its clock is stopped; "
+            f"closed {s.described} on {s.target} as abandoned: its clock is stopped; "
             f"`gpulab lab start {s.lab_id}` starts it afresh"
         )
 
@@ -677,31 +607,14 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
     """A candidate's lab history and skill levels (per domain and overall), each level explained."""
     import json
 
-    from assessor.labs import attempts, levels
-    from assessor.labs.loader import load_catalogue
+    from assessor.labs import views
 
-    who = _candidate(candidate)
-    cat = load_catalogue()
-    rules = levels.load_rules(cat.root)
-    with attempts.guarded(db) as conn:
-        history = attempts.attempts(conn, candidate=who)
-        breaks = attempts.chain_breaks(conn)
-    # rows edited by hand are keyed by (table, row id); what the head record tells of the whole database (rows
-    # missing at the end, an edited head record) by ("head", n <= 0): not a hand edit (a WAL file lost, an
-    # older copy restored), so shown on its own lines without the "edited by hand" prefix
-    edited = sorted({why for (table, row_id), why in breaks.items() if not (table == "head" and row_id <= 0)})
-    whole = [why for (table, row_id), why in sorted(breaks.items(), reverse=True) if table == "head" and row_id <= 0]
-    known = {x.id for x in cat.labs}
-    best = attempts.best([a for a in history if a.lab_id in known])
-    passed = {lab_id for lab_id, a in best.items() if a.passed}
-    result = levels.compute(rules, cat.labs, passed)
-    mismatches = attempts.machine_mismatches(history)
-    summaries = attempts.lab_summaries(history)
-    db_flags = [f"{attempts.DB_EDITED}: {why}" for why in edited] + [f"attempts database: {why}" for why in whole]
+    p = views.progress(candidate=candidate, db=db)
+    who, history, result, mismatches, summaries = p.candidate, p.history, p.levels, p.mismatches, p.summaries
     if as_json:
         from assessor.reports.documents import progress_document
 
-        doc = progress_document(who, history, result, passed, mismatches, labs=summaries, flags=db_flags)
+        doc = progress_document(who, history, result, p.passed, mismatches, labs=summaries, flags=p.flags)
         click.echo(json.dumps(doc, indent=2))
         return
     from rich.table import Table
@@ -756,7 +669,7 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
                 _text("; ".join(machines)),
             )
         )
-    for flag in db_flags:
+    for flag in p.flags:
         console.print(Text.assemble(("FLAG", "bold"), ": ", _text(flag)))
-    for err in cat.errors:
+    for err in p.errors:
         _error(err, prefix="gpulab: warning: lab skipped: ")

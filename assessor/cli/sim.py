@@ -9,7 +9,7 @@ import click
 
 def _shown(line: Any) -> str:
     """A line quoting a path, a host or GPU name (a recorded node's), a fault's option: the one rule, and
-    several lines kept apart from gpulab's own (:func:`assessor.neutralise.message`)."""
+    several lines kept apart from the lines gpulab prints (:func:`assessor.neutralise.message`)."""
     from assessor.neutralise import message
 
     return message(line)

@@ -137,3 +137,18 @@ def test_an_idle_l40s_at_550_uses_1_mib_as_the_capture() -> None:
     out = run(state, "nvidia-smi")
     assert re.search(r"\|\s+1MiB /\s+46068MiB \|", out), out
     assert run(state, "nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader").splitlines()[0] == "1 MiB"
+
+
+def test_a30_mig_devices_have_the_memory_a_real_a30_shows() -> None:
+    """The MIG devices box of a real A30 at 535.183.01 (2g.12gb 11968 MiB, 1g.6gb 5952 MiB), same layout."""
+    real = read_corpus("nvml/nvidia_smi_default_A30_535_mig_idle.txt")
+    state = load_fixture("a30")
+    run(state, "nvidia-smi", "-i", "0", "-mig", "1")
+    run(state, "nvidia-smi", "mig", "-i", "0", "-cgi", "2g.12gb,1g.6gb,1g.6gb", "-C")
+    box = run(state, "nvidia-smi")
+    row = r"^\| +\d+ +\d+ +\d+ +\d+ +\| +\d+MiB / +(\d+)MiB +\|"  # a MIG device's first line
+
+    def sizes(text: str) -> list[str]:
+        return sorted(re.findall(row, text, flags=re.M))
+
+    assert sizes(box) == sizes(real) == ["11968", "5952", "5952"]

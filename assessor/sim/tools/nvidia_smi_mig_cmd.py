@@ -244,7 +244,15 @@ class DeviceResources:
 
 # MIG device memory where the driver gives a GI less than -lgip's figure: an A100-SXM4-40GB on R535 shows
 # 19968 MiB for a 3g.20gb (corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt) where an R510 -lgip said 19.62.
-_DEVICE_MEMORY_MIB = {("A100-SXM4-40GB", "3g.20gb"): 19968, ("A100-SXM4-40GB", "4g.20gb"): 19968}
+_DEVICE_MEMORY_MIB = {
+    ("A100-SXM4-40GB", "3g.20gb"): 19968,
+    ("A100-SXM4-40GB", "4g.20gb"): 19968,
+    # A30 at 535.183.01 (corpus nvml/nvidia_smi_default_A30_535_mig_idle.txt): 5952 and 11968 MiB
+    ("A30", "1g.6gb"): 5952,
+    ("A30", "1g.6gb+me"): 5952,
+    ("A30", "2g.12gb"): 11968,
+    ("A30", "2g.12gb+me"): 11968,
+}
 
 
 def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceState) -> DeviceResources:

@@ -1,0 +1,259 @@
+"""What `gpulab lab list|status|show|hint|close` and `gpulab progress` show, worked out once options are parsed.
+
+The CLI (:mod:`assessor.cli.labs`) parses the options, calls one function here and formats what it returns:
+which labs a listing holds and each one's state for the candidate (:func:`listing`), the candidate's open labs
+(:func:`open_labs`), a lab's README with the candidate's variant filled in (:func:`show`), which hint comes
+next and its use recorded (:func:`hint`), which open lab a candidate gives up (:func:`close`), a candidate's
+history and levels (:func:`progress`). Each returns plain data; nothing here prints or escapes, so every string
+in it (a lab's title, a candidate's name, a node's host) is raw data, neutralised by the CLI at the point of
+printing.
+
+A listing and the open labs never create an attempts database: with none yet, they are those of a candidate
+who has started nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assessor.errors import InputError
+    from assessor.labs.attempts import Attempt, DatabaseError
+    from assessor.labs.levels import Levels
+    from assessor.labs.model import Lab, LabCheck
+
+
+def candidate_or_default(name: str | None) -> str:
+    """Whose attempt this is: ``name``, else the OS user."""
+    from assessor.labs.attempts import default_candidate
+
+    return name or default_candidate()
+
+
+def lab_record(x: Lab) -> dict[str, Any]:
+    """A lab's metadata as JSON data (`lab list --json`, `lab show --json`)."""
+    return {
+        "id": x.id,
+        "title": x.title,
+        "domain": x.domain,
+        "level": x.level,
+        "level_name": x.level_name,
+        "exam_domains": list(x.exam_domains),
+        "time_limit_min": x.time_limit_min,
+        "target": x.target,
+        "runs_on": list(x.runs_on),
+        "fixture": x.fixture,
+        "pass_percent": x.pass_percent,
+        "points": x.total_points,
+        "checks": [c.id for c in x.checks],
+        "path": str(x.path),
+        "sha256": x.digest,
+    }
+
+
+def _database_exists(db: str | None) -> bool:
+    from assessor.labs import attempts
+
+    return Path(db or attempts.default_path()).exists()
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The labs of `lab list`, each with the candidate's state (``states``: None when the database failed)."""
+
+    root: Path
+    labs: list[Lab]
+    candidate: str
+    states: dict[str, dict[str, Any]] | None
+    failure: DatabaseError | None = None  # why the attempts database could not be read
+    errors: list[InputError] = field(default_factory=list)  # the catalogue's malformed labs
+
+    def by_domain(self) -> list[tuple[str, list[Lab]]]:
+        """The labs grouped by domain, in the domains' order; a domain without labs left out."""
+        from assessor.labs.model import DOMAINS
+
+        groups = [(d, [x for x in self.labs if x.domain == d]) for d in DOMAINS]
+        return [(d, mine) for d, mine in groups if mine]
+
+    def records(self) -> list[dict[str, Any]]:
+        """`lab list --json`: each lab's metadata, with the candidate's state when it could be read."""
+        states = self.states
+        return [
+            {**lab_record(x), **({"candidate": self.candidate, **states[x.id]} if states else {})} for x in self.labs
+        ]
+
+
+def listing(
+    *, domain: str | None = None, level: int | None = None, candidate: str | None = None, db: str | None = None
+) -> Listing:
+    """The labs of ``domain`` and ``level`` (None: every one), each with ``candidate``'s state and best score."""
+    from assessor.labs import attempts
+    from assessor.labs.loader import load_catalogue
+
+    cat = load_catalogue()
+    labs = [x for x in cat.labs if (domain is None or x.domain == domain) and (level is None or x.level == level)]
+    who = candidate_or_default(candidate)
+    states: dict[str, dict[str, Any]] | None = None
+    failure: DatabaseError | None = None
+    try:
+        if _database_exists(db):  # listing never creates a database
+            with attempts.guarded(db) as conn:
+                states = attempts.lab_states(conn, who, [x.id for x in labs])
+        else:
+            states = {x.id: {"state": "not started", "best_percent": None, "attempts": 0} for x in labs}
+    except attempts.DatabaseError as exc:
+        failure = exc
+    return Listing(cat.root, labs, who, states, failure, list(cat.errors))
+
+
+@dataclass(frozen=True)
+class OpenLabs:
+    """`lab status`: the candidate's open labs, each a row of :func:`assessor.labs.attempts.status`."""
+
+    candidate: str
+    rows: list[dict[str, Any]]
+
+
+def open_labs(*, candidate: str | None = None, db: str | None = None) -> OpenLabs:
+    """``candidate``'s open labs: where, since when, time left, hints used (no database yet: none)."""
+    from assessor.labs import attempts
+    from assessor.labs.loader import load_catalogue
+
+    who = candidate_or_default(candidate)
+    known = {x.id: x for x in load_catalogue().labs}
+    rows: list[dict[str, Any]] = []
+    if _database_exists(db):  # no database yet: nothing is open
+        with attempts.guarded(db) as conn:
+            rows = attempts.status(conn, who, {k: (v.time_limit_min, len(v.checks)) for k, v in known.items()})
+    return OpenLabs(who, rows)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """`lab show`: the lab and its README text (a lab with variants: the candidate's variant filled in)."""
+
+    lab: Lab
+    readme: str
+
+
+def show(lab_id: str, *, candidate: str | None = None) -> Shown:
+    """The lab ``lab_id`` and its README; the OS user is asked for only when the lab has variants."""
+    from assessor.labs.loader import fill, find_lab, pick_variant, read_readme
+
+    x = find_lab(lab_id)
+    readme = read_readme(x)  # bounded (MAX_README_BYTES): a 1 GB README is one line of error
+    if x.variants:
+        readme = fill(readme, pick_variant(x, candidate_or_default(candidate)))
+    return Shown(x, readme)
+
+
+@dataclass(frozen=True)
+class Hints:
+    """`lab hint`: the hints shown so far (in the order the checks are graded) and whether one was new."""
+
+    lab: Lab
+    candidate: str
+    shown: list[LabCheck]  # every hint revealed so far, the new one last
+    new: bool  # False: every hint was already shown
+
+    @property
+    def total(self) -> int:
+        return len(self.lab.checks)
+
+    @property
+    def left(self) -> int:
+        return self.total - len(self.shown)
+
+
+def hint(lab_id: str, *, candidate: str | None = None, db: str | None = None) -> Hints:
+    """Reveal the next hint of ``lab_id`` for ``candidate``, recorded with their open start (if any)."""
+    from assessor.labs import attempts
+    from assessor.labs.loader import find_lab
+
+    x = find_lab(lab_id)
+    who = candidate_or_default(candidate)
+    with attempts.guarded(db) as conn:
+        begun = attempts.open_start(conn, who, x.id)
+        new = attempts.reveal_hint(
+            conn,
+            candidate=who,
+            lab_id=x.id,
+            start_id=begun.id if begun else None,
+            available=len(x.checks),
+            at=attempts.now(),
+        )
+        shown = attempts.hints_used(conn, who, x.id, begun.id if begun else None)
+    return Hints(x, who, list(x.checks[:shown]), new is not None)
+
+
+@dataclass(frozen=True)
+class ClosedLab:
+    """One open lab `lab close` closed: which, on which node, and in words (:func:`.lifecycle.describe_open`)."""
+
+    lab_id: str
+    target: str
+    described: str
+
+
+@dataclass(frozen=True)
+class Closed:
+    """`lab close`: the candidate and the labs closed (none: nothing was open)."""
+
+    candidate: str
+    labs: list[ClosedLab]
+
+
+def close(lab_id: str | None, *, candidate: str | None = None, db: str | None = None) -> Closed:
+    """Close ``candidate``'s open ``lab_id`` (None: their only open lab) as abandoned (:func:`.lifecycle.close_own`)."""
+    from assessor.labs import lifecycle
+
+    who = candidate_or_default(candidate)
+    closed = lifecycle.close_own(lab_id, candidate=who, db=db)
+    return Closed(who, [ClosedLab(s.lab_id, s.target, lifecycle.describe_open(s)) for s in closed])
+
+
+@dataclass(frozen=True)
+class Progress:
+    """`gpulab progress`: a candidate's history, best per lab, levels, and what may make them doubtful."""
+
+    candidate: str
+    history: list[Attempt]
+    passed: set[str]  # the labs passed by an attempt that counts
+    levels: Levels
+    summaries: dict[str, dict[str, Any]]  # each lab's best score, time taken, hints used
+    mismatches: dict[str, list[str]]  # labs whose attempts came from different machines: those machines
+    flags: list[str]  # where the attempts database was edited by hand, or lost rows
+    errors: list[InputError] = field(default_factory=list)  # labs skipped as malformed
+
+
+def progress(*, candidate: str | None = None, db: str | None = None) -> Progress:
+    """``candidate``'s lab history and skill levels (per domain and overall), each level explained."""
+    from assessor.labs import attempts, levels
+    from assessor.labs.loader import load_catalogue
+
+    who = candidate_or_default(candidate)
+    cat = load_catalogue()
+    rules = levels.load_rules(cat.root)
+    with attempts.guarded(db) as conn:
+        history = attempts.attempts(conn, candidate=who)
+        breaks = attempts.chain_breaks(conn)
+    # rows edited by hand are keyed by (table, row id); what the head record tells of the whole database (rows
+    # missing at the end, an edited head record) by ("head", n <= 0): not a hand edit (a WAL file lost, an
+    # older copy restored), so shown on its own lines without the "edited by hand" prefix
+    edited = sorted({why for (table, row_id), why in breaks.items() if not (table == "head" and row_id <= 0)})
+    whole = [why for (table, row_id), why in sorted(breaks.items(), reverse=True) if table == "head" and row_id <= 0]
+    known = {x.id for x in cat.labs}
+    best = attempts.best([a for a in history if a.lab_id in known])
+    passed = {lab_id for lab_id, a in best.items() if a.passed}
+    return Progress(
+        candidate=who,
+        history=history,
+        passed=passed,
+        levels=levels.compute(rules, cat.labs, passed),
+        summaries=attempts.lab_summaries(history),
+        mismatches=attempts.machine_mismatches(history),
+        flags=[f"{attempts.DB_EDITED}: {why}" for why in edited] + [f"attempts database: {why}" for why in whole],
+        errors=list(cat.errors),
+    )
