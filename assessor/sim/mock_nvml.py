@@ -1422,9 +1422,22 @@ class MockNvml:
         }.get(pcie_connection(a, b), pynvml.NVML_TOPOLOGY_SYSTEM)
 
     def nvmlDeviceGetP2PStatus(self, device1: Any, device2: Any, p2pIndex: int) -> int:
-        self._physical(device1)
-        self._physical(device2)
-        return pynvml.NVML_P2P_STATUS_OK
+        """The status ``nvidia-smi topo -p2p`` prints for the pair (OK, CNS or NS)."""
+        from assessor.sim.tools.nvidia_smi_topo_cmd import p2p_status
+
+        a, b = self._topo_device(device1), self._topo_device(device2)
+        if a.label == b.label:
+            return pynvml.NVML_P2P_STATUS_OK
+        # nvmlGpuP2PCapsIndex_t: READ 0, WRITE 1, NVLINK 2, ATOMICS 3, PCI (= PROP) 4; literal because pynvml
+        # defines NVML_P2P_CAPS_INDEX_READ as the tuple (0,).
+        capability = {0: "r", 1: "w", 2: "n", 3: "a", 4: "p"}.get(int(p2pIndex))
+        if capability is None:
+            return pynvml.NVML_P2P_STATUS_UNKNOWN
+        return {
+            "OK": pynvml.NVML_P2P_STATUS_OK,
+            "CNS": pynvml.NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED,
+            "NS": pynvml.NVML_P2P_STATUS_NOT_SUPPORTED,
+        }[p2p_status(a, b, capability)]
 
     def nvmlDeviceGetCpuAffinityWithinScope(self, device: Any, cpuSetSize: int, scope: int) -> list[int]:
         """The CPUs ``topo -m`` lists as the GPU's affinity, as 64-bit words of a CPU mask."""

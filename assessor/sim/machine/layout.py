@@ -28,6 +28,11 @@ TOOL_PATHS: dict[str, str] = {
     "ibstatus": "/usr/sbin/ibstatus",
     "ibv_devinfo": "/usr/bin/ibv_devinfo",
     "ib_write_bw": "/usr/bin/ib_write_bw",
+    "ib_read_bw": "/usr/bin/ib_read_bw",
+    "ib_send_bw": "/usr/bin/ib_send_bw",
+    "ib_write_lat": "/usr/bin/ib_write_lat",
+    "ib_read_lat": "/usr/bin/ib_read_lat",
+    "ib_send_lat": "/usr/bin/ib_send_lat",
     "ibdev2netdev": "/usr/bin/ibdev2netdev",
     "lspci": "/usr/bin/lspci",
     "lsmod": "/usr/sbin/lsmod",
@@ -43,6 +48,11 @@ TOOL_PATHS: dict[str, str] = {
     "dcgmi": "/usr/bin/dcgmi",
     "all_reduce_perf": "/usr/bin/all_reduce_perf",
     "all_gather_perf": "/usr/bin/all_gather_perf",
+    "reduce_scatter_perf": "/usr/bin/reduce_scatter_perf",
+    "alltoall_perf": "/usr/bin/alltoall_perf",
+    "sendrecv_perf": "/usr/bin/sendrecv_perf",
+    "broadcast_perf": "/usr/bin/broadcast_perf",
+    "reduce_perf": "/usr/bin/reduce_perf",
 }
 # The simulated tools that a node does NOT get: its real files and processes answer instead.
 REAL_INSIDE = ("cat", "kill")

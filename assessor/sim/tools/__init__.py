@@ -74,6 +74,11 @@ TOOLS: dict[str, tuple[str, str]] = {
     "ibstatus": ("ib", "ibstatus"),
     "ibv_devinfo": ("ib", "ibv_devinfo"),
     "ib_write_bw": ("ib", "ib_write_bw"),
+    "ib_read_bw": ("ib", "ib_read_bw"),
+    "ib_send_bw": ("ib", "ib_send_bw"),
+    "ib_write_lat": ("ib", "ib_write_lat"),
+    "ib_read_lat": ("ib", "ib_read_lat"),
+    "ib_send_lat": ("ib", "ib_send_lat"),
     "ibdev2netdev": ("lspci", "ibdev2netdev"),
     "lspci": ("lspci", "lspci"),
     "lsmod": ("system", "lsmod"),
@@ -91,6 +96,11 @@ TOOLS: dict[str, tuple[str, str]] = {
     "dcgmi": ("dcgmi", "main"),
     "all_reduce_perf": ("nccl", "all_reduce_perf"),
     "all_gather_perf": ("nccl", "all_gather_perf"),
+    "reduce_scatter_perf": ("nccl", "reduce_scatter_perf"),
+    "alltoall_perf": ("nccl", "alltoall_perf"),
+    "sendrecv_perf": ("nccl", "sendrecv_perf"),
+    "broadcast_perf": ("nccl", "broadcast_perf"),
+    "reduce_perf": ("nccl", "reduce_perf"),
 }
 
 

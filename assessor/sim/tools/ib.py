@@ -1,4 +1,5 @@
-"""Simulated InfiniBand tools: ``ibstat``, ``ibstatus``, ``ibv_devinfo`` and perftest's ``ib_write_bw``.
+"""Simulated InfiniBand tools: ``ibstat``, ``ibstatus``, ``ibv_devinfo`` and perftest's ``ib_write_bw``,
+``ib_read_bw``, ``ib_send_bw``, ``ib_write_lat``, ``ib_read_lat`` and ``ib_send_lat``.
 
 They print the layouts of infiniband-diags, rdma-core and perftest (see ``corpus/ibstat``,
 ``corpus/ibstatus``, ``corpus/ibv_devinfo``, ``corpus/perftest``) from the HCAs and ports of
@@ -491,13 +492,67 @@ def _perftest_size(text: str) -> int | None:
         return None
 
 
+# perftest's verbs (testsStr in src/perftest_parameters.c) and their defaults (perftest_parameters.h):
+# DEF_ITERS 1000, DEF_ITERS_WB 5000 for RDMA_Write BW; inline data 220 B for RDMA_Write latency, 236 B for
+# Send latency (RC), 0 for the BW tests; reads print "Outstand reads : 16" and an OUT field instead.
+_LAT_INLINE = {"RDMA_Write": 220, "Send": 236}
+_OUT_READS = 16
+# Latency at 2 bytes, us, over an IB link (corpus/perftest/04: ib_write_lat t_typical 1.87); a read waits for
+# its response (about 1.45 x a write, linux-rdma/perftest#131); a send adds the receive completion.
+_LAT_BASE_US = {"RDMA_Write": 1.85, "Send": 1.95, "RDMA_Read": 2.7}
+_LAT_NOT_INLINE_US = 0.9  # the step at 256 B in corpus/perftest/04, when the message no longer fits inline
+
+
 def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     """perftest ``ib_write_bw`` (client side): header, QP addresses, one result row per size."""
+    return _perftest(args, session, "RDMA_Write", latency=False)
+
+
+def ib_read_bw(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_read_bw``: as ``ib_write_bw``, with ``Outstand reads`` and the OUT field."""
+    return _perftest(args, session, "RDMA_Read", latency=False)
+
+
+def ib_send_bw(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_send_bw``."""
+    return _perftest(args, session, "Send", latency=False)
+
+
+def ib_write_lat(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_write_lat``: the latency header and t_min ... 99.9% percentile rows (corpus 04)."""
+    return _perftest(args, session, "RDMA_Write", latency=True)
+
+
+def ib_read_lat(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_read_lat``."""
+    return _perftest(args, session, "RDMA_Read", latency=True)
+
+
+def ib_send_lat(args: list[str], session: Session) -> ToolResult:
+    """perftest ``ib_send_lat``."""
+    return _perftest(args, session, "Send", latency=True)
+
+
+def _lat_row(size: int, iters: int, verb: str, peak_gbits: float) -> str:
+    """One ``REPORT_FMT_LAT`` row: min, max, typical, average, stdev, 99 % and 99.9 % percentiles (us)."""
+    typical = _LAT_BASE_US[verb] + size * 8 / (peak_gbits * 1e3)
+    if verb in _LAT_INLINE and size > _LAT_INLINE[verb]:
+        typical += _LAT_NOT_INLINE_US
+    t_min, t_max = typical * 0.96, typical * 1.3 + 3.0
+    average, stdev, p99 = typical * 1.005, 0.05 + typical * 0.01, typical * 1.08
+    return (
+        f" {size:<7d} {iters}          {t_min:<7.2f}        {t_max:<7.2f}      {typical:<7.2f}  \t       "
+        f"{average:<7.2f}     \t{stdev:<7.2f}\t\t{p99:<7.2f} \t{t_max:<7.2f}\n"
+    )
+
+
+def _perftest(args: list[str], session: Session, verb: str, *, latency: bool) -> ToolResult:
+    """One perftest client: ``verb`` is perftest's name for it (RDMA_Write, RDMA_Read, Send)."""
     state = session.read()
     device: str | None = None
     port_no = 1
-    size = _DEFAULT_SIZE
-    iters = _DEFAULT_ITERS
+    size = 2 if latency else _DEFAULT_SIZE
+    iters = _DEFAULT_ITERS if verb == "RDMA_Write" and not latency else 1000
     sweep = False
     gbits = False
     use_cuda: str | None = None
@@ -575,19 +630,24 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
     sizes = [2**k for k in range(1, 24)] if sweep else [size]
     link = "IB" if port.link_layer == "InfiniBand" else "Ethernet"
     unit = "Gb/sec" if gbits else "MB/sec"
-    out = [_RULE, "                    RDMA_Write BW Test\n"]
+    out = [_RULE, f"                    {verb} {'Latency' if latency else 'BW'} Test\n"]
     out.append(f" Dual-port       : OFF\t\tDevice         : {hca.name}\n")
     out.append(" Number of qps   : 1\t\tTransport type : IB\n")
     out.append(" Connection type : RC\t\tUsing SRQ      : OFF\n")
     out.append(" PCIe relax order: ON\n")
     out.append(" ibv_wr* API     : ON\n")
-    out.append(" TX depth        : 128\n")
-    out.append(" CQ Moderation   : 100\n")
+    if server is not None:
+        out.append(f" TX depth        : {1 if latency else 128}\n")  # the client's line (corpus 04)
+    if not latency:
+        out.append(" CQ Moderation   : 100\n")
     out.append(f" Mtu             : {'4096' if link == 'IB' else '1024'}[B]\n")
     out.append(f" Link type       : {link}\n")
     if link == "Ethernet":
         out.append(" GID index       : 3\n")
-    out.append(" Max inline data : 0[B]\n")
+    if verb == "RDMA_Read":
+        out.append(f" Outstand reads  : {_OUT_READS}\n")
+    else:
+        out.append(f" Max inline data : {_LAT_INLINE.get(verb, 0) if latency else 0}[B]\n")
     out.append(" rdma_cm QPs\t : OFF\n")
     out.append(" Data ex. method : Ethernet\n")
     out.append(_RULE)
@@ -595,8 +655,9 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
 
     seed = int(hashlib.sha256(f"{state.host}:{hca.name}".encode()).hexdigest()[:8], 16)
     local_lid = port.base_lid
+    out_field = f" OUT {_OUT_READS:#04x}" if verb == "RDMA_Read" else ""
     out.append(
-        f" local address: LID {_c_hex(local_lid, 4)} QPN {seed % 0xFFFF:#06x} PSN {seed % 0xFFFFFF:#08x} "
+        f" local address: LID {_c_hex(local_lid, 4)} QPN {seed % 0xFFFF:#06x} PSN {seed % 0xFFFFFF:#08x}{out_field} "
         f"RKey {seed % 0xFFFFF:#08x} VAddr {0x7F0000000000 + seed % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     remote_lid = local_lid + 1 if server not in (None, "localhost", "127.0.0.1") else local_lid
@@ -604,11 +665,19 @@ def ib_write_bw(args: list[str], session: Session) -> ToolResult:
         remote_lid = 0  # RoCE has no LIDs: both ends print 0000
     out.append(
         f" remote address: LID {_c_hex(remote_lid, 4)} QPN {(seed >> 3) % 0xFFFF:#06x} "
-        f"PSN {(seed >> 5) % 0xFFFFFF:#08x} "
+        f"PSN {(seed >> 5) % 0xFFFFFF:#08x}{out_field} "
         f"RKey {(seed >> 7) % 0xFFFFF:#08x} VAddr {0x7F0000000000 + (seed >> 2) % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     out.append(_RULE)
-    out.append(f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]\n")
+    if latency:
+        out.append(
+            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+            "99% percentile[usec]   99.9% percentile[usec] \n"
+        )
+        out.extend(_lat_row(s, iters, verb, peak) for s in sizes)
+        sizes = []
+    else:
+        out.append(f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]\n")
     for s in sizes:
         average = _bw_at(s, peak)
         top = average * 1.0004

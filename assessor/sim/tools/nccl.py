@@ -1,4 +1,5 @@
-"""Simulated nccl-tests: ``all_reduce_perf`` and ``all_gather_perf`` (single process, ``-g`` GPUs).
+"""Simulated nccl-tests (single process, ``-g`` GPUs): ``all_reduce_perf``, ``all_gather_perf``,
+``reduce_scatter_perf``, ``alltoall_perf``, ``sendrecv_perf``, ``broadcast_perf`` and ``reduce_perf``.
 
 The output is nccl-tests' (``corpus/nccl_tests/02_...``): the ``# nThread`` header, ``# Using
 devices`` with one line per rank, the two-block result table, the out-of-bounds and average
@@ -12,6 +13,10 @@ Bandwidth comes from a model of the node (:func:`peak_busbw`), calibrated to the
 (docs/REFERENCES.md) and the 8x A100 run in the corpus: a fixed launch latency plus a bandwidth that
 ramps up with the message size (:func:`efficiency`) to the node's peak. The numbers are deterministic:
 the only variation is a small per-row jitter seeded by the host name.
+
+Each test prints its own columns and bus bandwidth as nccl-tests' ``src/*.cu`` (v2.19.6) compute them
+(:data:`COLLECTIVES`); every one runs at the same peak busbw, since nccl-tests defines busbw so that it is the
+hardware's bandwidth whatever the collective (PERFORMANCE.md). Only all_reduce uses NVLS.
 """
 
 from __future__ import annotations
@@ -167,6 +172,34 @@ def peak_busbw(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], *
     return max(peak, pcie), "nvls" if use_nvls else "nvlink"
 
 
+@dataclass(frozen=True)
+class Collective:
+    """How one nccl-tests binary fills its row (``src/<test>.cu``): the count column, redop, root, busbw factor."""
+
+    per_rank: bool  # the count column is the per-rank slice (size / nranks) rather than the whole buffer
+    reduces: bool  # prints the -o operation as redop; else "none"
+    rooted: bool  # prints the -r root; else -1
+    bus_factor: str  # busbw / algbw, from nranks: "2(n-1)/n", "(n-1)/n" or "1"
+
+    def factor(self, nranks: int) -> float:
+        if self.bus_factor == "2(n-1)/n":
+            return 2 * (nranks - 1) / nranks
+        if self.bus_factor == "(n-1)/n":
+            return (nranks - 1) / nranks
+        return 1.0
+
+
+COLLECTIVES: dict[str, Collective] = {
+    "all_reduce_perf": Collective(per_rank=False, reduces=True, rooted=False, bus_factor="2(n-1)/n"),
+    "all_gather_perf": Collective(per_rank=True, reduces=False, rooted=False, bus_factor="(n-1)/n"),
+    "reduce_scatter_perf": Collective(per_rank=True, reduces=True, rooted=False, bus_factor="(n-1)/n"),
+    "alltoall_perf": Collective(per_rank=True, reduces=False, rooted=False, bus_factor="(n-1)/n"),
+    "sendrecv_perf": Collective(per_rank=False, reduces=True, rooted=False, bus_factor="1"),
+    "broadcast_perf": Collective(per_rank=False, reduces=False, rooted=True, bus_factor="1"),
+    "reduce_perf": Collective(per_rank=False, reduces=True, rooted=True, bus_factor="1"),
+}
+
+
 @dataclass
 class _Options:
     min_bytes: int = 32 * 1024**2
@@ -181,6 +214,7 @@ class _Options:
     dtype: str = "float"
     op: str = "sum"
     graph: int = 0
+    root: int = 0
 
 
 def _parse_args(args: list[str], program: str) -> _Options | str:
@@ -209,6 +243,8 @@ def _parse_args(args: list[str], program: str) -> _Options | str:
         "--check": "check",
         "-G": "graph",
         "--cudagraph": "graph",
+        "-r": "root",
+        "--root": "root",
     }
     for arg in it:
         key, _, inline = arg.partition("=")
@@ -232,8 +268,6 @@ def _parse_args(args: list[str], program: str) -> _Options | str:
             "--blocking",
             "-a",
             "--average",
-            "-r",
-            "--root",
             "-p",
             "--parallel_init",
             "-m",
@@ -325,6 +359,31 @@ def all_gather_perf(args: list[str], session: Session) -> ToolResult:
     return _run("all_gather_perf", args, session)
 
 
+def reduce_scatter_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``reduce_scatter_perf``: busbw = algbw x (n-1)/n."""
+    return _run("reduce_scatter_perf", args, session)
+
+
+def alltoall_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``alltoall_perf``: busbw = algbw x (n-1)/n."""
+    return _run("alltoall_perf", args, session)
+
+
+def sendrecv_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``sendrecv_perf``: busbw = algbw."""
+    return _run("sendrecv_perf", args, session)
+
+
+def broadcast_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``broadcast_perf``: busbw = algbw."""
+    return _run("broadcast_perf", args, session)
+
+
+def reduce_perf(args: list[str], session: Session) -> ToolResult:
+    """nccl-tests ``reduce_perf``: busbw = algbw."""
+    return _run("reduce_perf", args, session)
+
+
 def _run(program: str, args: list[str], session: Session) -> ToolResult:
     state = session.read()
     parsed = _parse_args(args, program)
@@ -377,21 +436,23 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  "
         "(GB/s)  (GB/s)         \n"
     )
-    factor = 2 * (nranks - 1) / nranks if program == "all_reduce_perf" else (nranks - 1) / nranks
-    redop = opts.op if program == "all_reduce_perf" else "none"
+    coll = COLLECTIVES[program]
+    factor = coll.factor(nranks)
+    redop = opts.op if coll.reduces else "none"
+    root = opts.root if coll.rooted else -1
     latency = _LATENCY_US.get(path, 40.0)
     busbws: list[float] = []
     for size in _sizes(opts):
-        per = word * (nranks if program == "all_gather_perf" else 1)
+        per = word * (nranks if coll.per_rank else 1)
         count = size // per
         size_rounded = count * per
         count_shown = count
-        row = f"{size_rounded:12d}  {count_shown:12d}  {opts.dtype:>8}  {redop:>6}  {-1:6d}"
+        row = f"{size_rounded:12d}  {count_shown:12d}  {opts.dtype:>8}  {redop:>6}  {root:6d}"
         for block in ("oop", "ip"):
             if size_rounded == 0 or nranks == 1:
                 t = latency * 0.1 * _jitter(state.host, program, size, block) if nranks == 1 else 0.1
                 algbw = size_rounded / 1e3 / t if t else 0.0
-                bus = 0.0
+                bus = algbw * factor
             else:
                 alg_peak = peak / factor if factor else peak
                 t = latency + size_rounded / (alg_peak * 1e3 * efficiency(size_rounded))

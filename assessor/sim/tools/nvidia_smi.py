@@ -116,6 +116,8 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
   TOPOLOGY AND MIG:
 
     topo -m                     Display the GPUDirect communication matrix for the system.
+    topo -mp                    Display the GPUDirect communication matrix (PCI paths only).
+    topo -p2p <r|w|n|a|p>       Display the P2P status between GPUs: read, write, NVLink, atomics, PCIe.
     nvlink                      Display NvLink information (nvidia-smi nvlink -h).
     mig                         Multi Instance GPU management (nvidia-smi mig -h).
 """
