@@ -185,7 +185,7 @@ def test_perftest_bw_tools_have_the_header_of_their_test_and_parse(program: str,
     ],
 )
 def test_perftest_latency_tools_have_the_layout_of_the_capture(program: str, title: str, line: str) -> None:
-    capture = read_corpus("perftest/04_ib_write_lat_ib_client_sweep_excerpt.txt")
+    capture = read_corpus("perftest_latency/01_ib_write_lat_ib_client_sweep_excerpt.txt")
     state = load_fixture("hgx-h100")
     result = run(state, program, "-d", state.ib_hcas[0].name, "-a", "peer")
     assert result.exit_code == 0, result.stderr
