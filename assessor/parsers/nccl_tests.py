@@ -161,7 +161,8 @@ def _looks_like_row(tokens: list[str]) -> bool:
 def parse(text: str) -> NodeFacts:
     """Parse nccl-tests stdout (with any interleaved NCCL_DEBUG lines) into ``NodeFacts.nccl``."""
     raw_lines = clean_lines(text)
-    lines = [_TAG.sub("", line) for line in raw_lines]
+    # rank tags ("[1,0]<stdout>:", "> ") only where the text holds one at all
+    lines = [_TAG.sub("", line) for line in raw_lines] if ("<std" in text or ">" in text) else raw_lines
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     run = NcclRun()
     layout: _Layout | None = None
@@ -184,6 +185,8 @@ def parse(text: str) -> NodeFacts:
             continue
         tokens = stripped.split()
         if not _looks_like_row(tokens):
+            if "failure" not in stripped and "_perf" not in stripped:
+                continue  # neither a failure line nor the command: the cheap test first, per line
             if (m := _FAILURE.match(stripped)) and (run.failure is None or run.failure.startswith("Test failure ")):
                 run.failure = _failure_text(m.group("what"))  # the first cause (after a frame: ranks interleave)
             elif run.failure is None and (m := _FAILURE_FRAME.match(stripped)):
