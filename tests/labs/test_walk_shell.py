@@ -23,8 +23,6 @@ still runs, exactly as :mod:`tests.labs.test_walk` grades; the node is stopped a
 
 from __future__ import annotations
 
-import posixpath
-import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,24 +41,9 @@ from assessor.sim.state import dumps, load_state
 from tests.labs.test_walk import IDS, SIM_LABS, explain, grade, passes, started_node
 from tests.labs.walks import WALKS, Ticket, Walk
 from tests.labs.walks_left_broken import LEFT_BROKEN
+from tests.support import typed_steps
 from tests.support.nodeshell import NodeShell
-
-HEREDOC_END = "GPULAB_WALK_EOF"
-
-
-def typed(step: str | dict[str, str]) -> str:
-    """The command line a candidate types for a step: a command as it is; a dict of node files as heredocs."""
-    if isinstance(step, str):
-        return step
-    lines = []
-    for node_path, text in step.items():
-        assert HEREDOC_END not in text.splitlines(), f"{node_path}: its text holds the heredoc's end line"
-        quoted = shlex.quote(node_path)
-        lines.append(f"mkdir -p {shlex.quote(posixpath.dirname(node_path) or '/')}")
-        lines.append(f"cat > {quoted} <<'{HEREDOC_END}'\n{text.removesuffix(chr(10))}\n{HEREDOC_END}")
-        if not text.endswith("\n"):  # a heredoc always ends in a newline: take it off again
-            lines.append(f"truncate -s -1 {quoted}")
-    return " &&\n".join(lines)
+from tests.support.typed_steps import HEREDOC_END, typed
 
 
 @dataclass
@@ -87,9 +70,6 @@ class Walked:
     ticket: Path | None = None
 
 
-STEP_MARK = "@@gpulab-walk-step"
-
-
 def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> None:
     """Type ``steps`` inside the node in one login, each as its own command line (a failed one does not stop
     the others, as a candidate goes on); tickets are written beside the state."""
@@ -103,17 +83,12 @@ def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> No
             lines.append(typed(step))
     if not lines:
         return
-    script = "".join(f"echo {STEP_MARK}; ( {line}\n); echo {STEP_MARK} $?\n" for line in lines)
-    done = walked.shell.run(script)
-    parts = done.stdout.split(f"{STEP_MARK}\n")[1:]
-    codes = []
-    for line, part in zip(lines, parts, strict=False):
-        out, _, tail = part.rpartition(f"{STEP_MARK} ")
-        code = int(tail.split()[0]) if tail.split() and tail.split()[0].isdigit() else -1
-        codes.append(code)
-        walked.transcript.add(line, subprocess.CompletedProcess(line, code, out, ""))
+    done = walked.shell.run(typed_steps.script(lines))
+    steps = typed_steps.steps_of(lines, done.stdout)
+    for step in steps:
+        walked.transcript.add(step.line, subprocess.CompletedProcess(step.line, step.code, step.output, ""))
     walked.transcript.add("(stderr of the login)", subprocess.CompletedProcess("", done.returncode, "", done.stderr))
-    if must_work and (len(codes) != len(lines) or any(codes)):
+    if must_work and any(step.code for step in steps):
         pytest.fail(f"{lab.id}: a step of a valid walk failed inside the node:\n{walked.transcript}")
 
 

@@ -7,7 +7,8 @@ instructor's key (the bed's client key) starts the lab through the node's admin 
 the simulator's driver on the node's host): the labs whose faults only the simulator can inject run over SSH
 too. Then the first valid alternative and the first wrong fix of :mod:`tests.labs.walks` (test_walk.py walks
 every one in-process) are typed with the
-candidate's key through the OpenSSH client, a ticket (where the remedy is physical) is handed in on the
+candidate's key through the OpenSSH client, in one session as at a prompt (each step its own command line,
+files as heredocs: :mod:`tests.support.typed_steps`), a ticket (where the remedy is physical) is handed in on the
 controller, and the grade is captured over SSH with host keys checked. Valid alternatives must pass; wrong
 fixes must not. Every "fixed but left broken" walk of :mod:`tests.labs.walks_left_broken` (the task done, the
 node left worse than it was found) is typed too: it must not pass, and the check it names must fail.
@@ -16,7 +17,6 @@ node left worse than it was found) is typed too: it must not pass, and the check
 from __future__ import annotations
 
 import datetime as dt
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from assessor.labs.model import Lab
 from assessor.targets import TargetOptions
 from tests.labs.walks import WALKS, Ticket, Walk
 from tests.labs.walks_left_broken import LEFT_BROKEN
+from tests.support import typed_steps
 from tests.support.sshbed import Node, SshBed, sshd_available
 
 SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
@@ -61,20 +62,22 @@ def started(bed: SshBed, lab: Lab) -> tuple[Node, str, TargetOptions]:
 
 
 def act_over_ssh(bed: SshBed, node: Node, walk: Walk, *, must_work: bool) -> Any:
-    """The candidate's steps typed at the node over SSH with their own key; the ticket they hand in."""
+    """The candidate's steps typed at the node in one SSH session with their own key (files as heredocs), each
+    as its own command line; the ticket they hand in."""
     handed_in = None
+    lines = []
     for step in walk:
         if isinstance(step, Ticket):
             handed_in = step.as_answer()
-            continue
-        if isinstance(step, dict):
-            for path, text in step.items():  # the node's own file, at its real path
-                done = bed.at_shell(node, f"cat > {shlex.quote(path)}", stdin=text, key=bed.candidate_key)
-                assert done.returncode == 0, done.stderr
-            continue
-        done = bed.at_shell(node, step, key=bed.candidate_key)
-        if must_work:
-            assert done.returncode == 0, f"`{step}` failed at the shell: {done.stdout}{done.stderr}"
+        else:
+            lines.append(typed_steps.typed(step))
+    if not lines:
+        return handed_in
+    done = bed.at_shell(node, "bash -s", stdin=typed_steps.script(lines), key=bed.candidate_key)
+    if must_work:
+        steps = typed_steps.steps_of(lines, done.stdout)
+        failed = [f"`{s.line}` exited {s.code}: {s.output}" for s in steps if s.code]
+        assert not failed, f"a step failed at the shell: {failed}\n{done.stderr}"
     return handed_in
 
 
