@@ -177,8 +177,7 @@ def solve(
         _show_reference_answer(with_variant(lab, pick_variant(lab, _default_candidate())), out, db, say)
         return None
     if cohort.is_cohort(inventory, target, limit, candidates_file):
-        group = cohort.load(inventory or "", limit=limit, candidates_file=candidates_file)
-        return _cohort_step(lab, "solve", group, options, forks, db, say)
+        return _on_cohort(lab, "solve", inventory, limit, candidates_file, options, forks, db, say)
     log = lifecycle.solve_and_record(lab, target, options, solved_by=_default_candidate(), db=db, inventory=inventory)
     for line in log:
         say(line)
@@ -207,12 +206,29 @@ def reset(
 
     lab = find_lab(lab_id)
     if cohort.is_cohort(inventory, target, limit, candidates_file):
-        group = cohort.load(inventory or "", limit=limit, candidates_file=candidates_file)
-        return _cohort_step(lab, "reset", group, options, forks, db, say)
+        return _on_cohort(lab, "reset", inventory, limit, candidates_file, options, forks, db, say)
     log = lifecycle.reset_and_close(lab, target, options, closed_by=_default_candidate(), db=db, inventory=inventory)
     for line in log:
         say(line)
     return None
+
+
+def _on_cohort(
+    lab: Lab,
+    action: str,
+    inventory: str | None,
+    limit: str | None,
+    candidates_file: str | None,
+    options: TargetOptions | None,
+    forks: int,
+    db: str | None,
+    say: Say,
+) -> int:
+    """solve or reset over the cohort of ``inventory`` (``limit`` and ``candidates_file`` applied)."""
+    from assessor.labs import cohort
+
+    group = cohort.load(inventory or "", limit=limit, candidates_file=candidates_file)
+    return _cohort_step(lab, action, group, options, forks, db, say)
 
 
 def _cohort_step(
