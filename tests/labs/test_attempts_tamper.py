@@ -26,9 +26,8 @@ from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.labs import attempts
+from tests.support.attempt_rows import attempt_fields
 
-T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)
-NODE = attempts.Identity("node01", ("1650221000001",), ("GPU-aaaa",))
 EDITED = attempts.DB_EDITED
 
 
@@ -37,43 +36,10 @@ def gpulab(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def fields(*, candidate: str = "ana", percent: float = 100.0, minutes: int = 0, note: str = "") -> dict[str, Any]:
-    return {
-        "candidate": candidate,
-        "lab_id": "ib-301",
-        "lab_domain": "infiniband",
-        "lab_level": 3,
-        "lab_hash": "h",
-        "target": "mock:node.json",
-        "identity": NODE,
-        "graded_at": T0 + dt.timedelta(minutes=minutes),
-        "started_at": T0,
-        "late": False,
-        "percent": percent,
-        "points": percent,
-        "max_points": 100.0,
-        "passed": percent >= 100.0,
-        "checks": [
-            {
-                "check": "ib.ports_active",
-                "role": "fix",
-                "status": "pass",
-                "message": "all ports active",
-                "points": 100.0,
-                "earned": 100.0,
-                "credit": 1.0,
-                "note": note,
-            }
-        ],
-        "hints_used": 0,
-        "time_taken_s": 60 * minutes,
-    }
-
-
 def record(db: Path, n: int = 1, **kw: Any) -> None:
     with attempts.opened(db) as conn:
         for i in range(n):
-            attempts.record_attempt(conn, **fields(minutes=i, **kw))
+            attempts.record_attempt(conn, **attempt_fields(minutes=i, **kw))
 
 
 def sql(db: Path, *statements: str) -> None:
@@ -429,7 +395,7 @@ def _holder(db: str, name: str, count: int, done: Any) -> None:
     """A grader keeping its connection (a cohort's): record, then wait to be killed."""
     conn = attempts.connect(db)
     for i in range(count):
-        attempts.record_attempt(conn, **fields(candidate=name, percent=float(i), minutes=i))
+        attempts.record_attempt(conn, **attempt_fields(candidate=name, percent=float(i), minutes=i))
     done.set()
     time.sleep(120)
 
@@ -466,7 +432,7 @@ def _grader(db: str, name: str, count: int, barrier: Any, out: str) -> None:
     for i in range(count):
         try:
             with attempts.opened(db) as conn:
-                attempts.record_attempt(conn, **fields(candidate=name, percent=float(i), minutes=i))
+                attempts.record_attempt(conn, **attempt_fields(candidate=name, percent=float(i), minutes=i))
             kept.append(i)
         except attempts.DatabaseError:
             pass  # said: `lab grade` shows the grade as not recorded

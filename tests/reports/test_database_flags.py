@@ -11,60 +11,25 @@ terminal (docs/REPORTS.md).
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.labs import attempts
+from tests.support.attempt_rows import attempt_fields
 
 LABS = Path(__file__).resolve().parents[1] / "labs" / "data"
-T0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.UTC)
-NODE = attempts.Identity("node01", ("1650221000001",), ("GPU-aaaa",))
 MISSING = "attempts: 2 row(s) missing: gpulab recorded 5 up to row 5"
 
 
 def gpulab(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
-
-
-def fields(candidate: str, minutes: int, percent: float) -> dict[str, Any]:
-    return {
-        "candidate": candidate,
-        "lab_id": "ib-301",
-        "lab_domain": "infiniband",
-        "lab_level": 3,
-        "lab_hash": "h",
-        "target": "mock:node.json",
-        "identity": NODE,
-        "graded_at": T0 + dt.timedelta(minutes=minutes),
-        "started_at": T0,
-        "late": False,
-        "percent": percent,
-        "points": percent,
-        "max_points": 100.0,
-        "passed": percent >= 100.0,
-        "checks": [
-            {
-                "check": "ib.ports_active",
-                "role": "fix",
-                "status": "pass" if percent >= 100.0 else "fail",
-                "message": "ports",
-                "points": 100.0,
-                "earned": percent,
-                "credit": percent / 100.0,
-            }
-        ],
-        "hints_used": 0,
-        "time_taken_s": 60 * minutes,
-    }
 
 
 @pytest.fixture
@@ -76,7 +41,7 @@ def db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     with attempts.opened(path) as conn:
         grades = [("ana", 40.0), ("ana", 60.0), ("ana", 100.0), ("bob", 40.0), ("bob", 100.0)]
         for i, (who, percent) in enumerate(grades):
-            attempts.record_attempt(conn, **fields(who, i, percent))
+            attempts.record_attempt(conn, **attempt_fields(candidate=who, minutes=i, percent=percent))
     raw = sqlite3.connect(path)  # what a candidate does with the sqlite3 shell
     raw.execute("DELETE FROM attempts WHERE id > 3")
     raw.commit()
@@ -129,7 +94,7 @@ def test_a_database_that_lost_nothing_has_no_database_flags(monkeypatch: pytest.
     monkeypatch.setenv("GPULAB_LABS", str(LABS))
     monkeypatch.setenv("GPULAB_DB", str(path))
     with attempts.opened(path) as conn:
-        attempts.record_attempt(conn, **fields("ana", 0, 100.0))
+        attempts.record_attempt(conn, **attempt_fields(candidate="ana", minutes=0, percent=100.0))
     code, out, err = gpulab("report", "cohort", "-f", "csv")
     assert code == 0 and "warning" not in err and "database_flags" not in out.splitlines()[0]
     code, out, _ = gpulab("report", "candidate", "--candidate", "ana", "-f", "json")
