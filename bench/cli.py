@@ -28,6 +28,8 @@ def record_attempts(db: Path, count: int) -> None:
     from assessor.cli import main
 
     answers = sorted((ROOT / "labs" / "design").glob("*/answer.example.yaml"))
+    if not answers:
+        raise SystemExit(f"no labs/design/*/answer.example.yaml under {ROOT}: nothing to record")
     runner = CliRunner()
     for i in range(count):
         answer = answers[i % len(answers)]
