@@ -11,7 +11,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,46 @@ class InventoryHost:
     ssh: dict[str, Any]  # SshParams fields from ansible_* vars (password kept out of the target string)
 
 
+# What each inventory read found, by the files it read: a cohort command looks hosts up one by one (capture,
+# start, grade of each host) and ansible-core takes tens of milliseconds per read, so reading the inventory for
+# every lookup made cohort commands quadratic in the number of hosts. A file changed since (or its group_vars
+# and host_vars) is read again.
+_READ: dict[tuple[str, str | None], tuple[tuple[tuple[str, int, int], ...], list[InventoryHost]]] = {}
+
+
 def load(path: str, limit: str | None = None) -> list[InventoryHost]:
-    """The inventory's hosts (after ``--limit``), in inventory order."""
+    """The inventory's hosts (after ``--limit``), in inventory order; read once while its files stay as they are."""
     source = Path(path)
     if not source.exists():
         raise InputError(f"{path}: inventory file does not exist")
+    if source.is_file() and os.access(source, os.X_OK):  # an inventory script may answer differently each time
+        return _read(source, path, limit)
+    key = (str(source.resolve()), limit)
+    stamp = _stamp(source)
+    known = _READ.get(key)
+    if known is None or known[0] != stamp:
+        known = (stamp, _read(source, path, limit))
+        _READ[key] = known
+    return [replace(host, ssh=dict(host.ssh)) for host in known[1]]
+
+
+def _stamp(source: Path) -> tuple[tuple[str, int, int], ...]:
+    """What an inventory read depends on that a stat can see: the source (a file, or a folder of them) and the
+    group_vars and host_vars beside it, each file's path, size and change time."""
+    places = [source] + [source.parent / d for d in ("group_vars", "host_vars")]
+    if source.is_dir():
+        places += [source / d for d in ("group_vars", "host_vars")]
+    found = []
+    for place in places:
+        files = sorted(p for p in place.rglob("*") if p.is_file()) if place.is_dir() else [place]
+        for file in files:
+            with contextlib.suppress(OSError):
+                info = file.stat()
+                found.append((str(file), info.st_size, info.st_mtime_ns))
+    return tuple(found)
+
+
+def _read(source: Path, path: str, limit: str | None) -> list[InventoryHost]:
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -163,7 +198,7 @@ def find_host(inventory: str, name: str) -> InventoryHost:
     from assessor.targets import parse_spec
 
     parse_spec(name, inventory)  # a host name, not a target spec
-    hosts = [h for h in load(inventory, limit=name) if h.name == name]
+    hosts = [h for h in load(inventory) if h.name == name]
     if not hosts:
         raise InputError(f"{inventory}: no host named {name}")
     return hosts[0]
