@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -470,6 +470,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """
     path = _db_file(conn)
     conn.execute("BEGIN IMMEDIATE")
+    before = _files_stamp(path) if path is not None else None
     try:
         yield conn
         if path is not None and _wal_gone(path):
@@ -482,9 +483,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(FULL)").fetchall()  # busy (a reader on an older snapshot): the next one
+    # TRUNCATE: the WAL left empty, so the files stand as the head record saw them after this write (busy: a reader
+    # on an older snapshot; the next write checkpoints)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     if path is not None:
-        sync_head(conn, path)
+        sync_head(conn, path, before)
 
 
 def _wal_gone(db: Path) -> bool:
@@ -560,15 +563,42 @@ def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
     Rows missing at the end of a table (deleted, an older copy of the file restored, lost with its WAL file),
     which the chain alone cannot show, are told by the head record (:func:`head_findings`): their keys have a
     row id of 0 or less (no such row).
+
+    The rows the head record says were checked while the database files stood exactly as they stand now are
+    not hashed again (:func:`_verified`); the check of the rest is remembered for the next command
+    (:func:`_remember_verified`), so a command costs the rows written since, not the whole database.
     """
+    path = _db_file(conn)
+    head = read_head(path) if path is not None else None
+    known = _verified(head, _files_stamp(path)) if path is not None else {}
+    out, tails = _check_chains(conn, known)
+    for n, why in enumerate(head_findings(conn, head)):
+        out[("head", -n)] = why
+    if not out and path is not None and _vouchable(tails) != known:
+        _remember_verified(conn, path, tails)
+    return out
+
+
+def _check_chains(
+    conn: sqlite3.Connection, known: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[tuple[str, int], str], dict[str, dict[str, Any]]]:
+    """The chain breaks of every chained table, each checked from the row ``known`` vouches for (when that row
+    is still there with the hash it had), else from its first row; and each table's last checked row."""
     out: dict[tuple[str, int], str] = {}
+    tails: dict[str, dict[str, Any]] = {}
     tables = _tables(conn)
     for table in CHAINED:
         if table not in tables:
             continue
         chained = {"prev_hash", "row_hash"} <= set(_columns(conn, table))
-        prev = ""
-        for row in conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall():
+        prev, after = "", 0
+        vouched = known.get(table)
+        if chained and vouched:
+            row = conn.execute(f"SELECT row_hash FROM {table} WHERE id = ?", (vouched.get("last_id"),)).fetchone()
+            if row is not None and row[0] == vouched.get("last_hash"):
+                prev, after = str(row[0]), int(vouched["last_id"])
+        last = {"last_id": after, "last_hash": prev}
+        for row in conn.execute(f"SELECT * FROM {table} WHERE id > ? ORDER BY id", (after,)).fetchall():
             values = dict(row)
             if not chained:
                 out[(table, values["id"])] = f"{table} row {values['id']}: not in the chain (its hash was removed)"
@@ -577,9 +607,65 @@ def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
             if why is not None:
                 out[(table, values["id"])] = why
             prev = values["row_hash"] if isinstance(values["row_hash"], str) else ""
-    for n, why in enumerate(head_findings(conn)):
-        out[("head", -n)] = why
-    return out
+            last = {"last_id": values["id"], "last_hash": prev}
+        tails[table] = last
+    return out, tails
+
+
+def _files_stamp(db: Path) -> list[int]:
+    """What any change to the database leaves on its files: the database file's size and change time, and the
+    size of its WAL (a WAL that is missing or empty holds nothing: 0)."""
+    try:
+        info = db.stat()
+    except OSError:
+        return []
+    try:
+        wal = os.stat(f"{db}-wal")
+        wal_part = [wal.st_size, wal.st_mtime_ns] if wal.st_size else [0, 0]
+    except OSError:
+        wal_part = [0, 0]
+    return [info.st_size, info.st_mtime_ns, *wal_part]
+
+
+def _verified(head: Mapping[str, Any] | None, stamp: list[int]) -> dict[str, dict[str, Any]]:
+    """The last row of each table that was checked while the database's files stood as ``stamp`` says (the head
+    record's ``verified``); nothing when anything touched the files in between (an edit by hand included)."""
+    if not head or "unreadable" in head or not stamp:
+        return {}
+    verified = head.get("verified")
+    if not isinstance(verified, dict) or verified.get("stamp") != stamp:
+        return {}
+    tables = verified.get("tables")
+    return _vouchable(tables) if isinstance(tables, dict) else {}
+
+
+def _vouchable(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The tables of ``tables`` (table -> last checked row) that name a row: an empty table vouches for nothing."""
+    return {
+        t: dict(v)
+        for t, v in tables.items()
+        if t in CHAINED and isinstance(v, dict) and isinstance(v.get("last_id"), int) and v["last_id"] > 0
+    }
+
+
+def _remember_verified(conn: sqlite3.Connection, db: Path, tails: dict[str, dict[str, Any]]) -> None:
+    """Write into the head record that the chains check up to ``tails`` with the files as they stand now: under
+    the write lock, and only when nothing was written since the check. Best effort (a read-only folder)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error:
+        return
+    try:
+        head = read_head(db)
+        stamp = _files_stamp(db)
+        if head is None or "unreadable" in head or not stamp or _tails(conn) != head.get("tables"):
+            return  # no head record to keep it in, or rows written since the check
+        _write_head(db, {**head, "verified": {"stamp": stamp, "tables": tails}})
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
 
 def _start_break(conn: sqlite3.Connection, start_id: int) -> str | None:
@@ -603,6 +689,24 @@ HEAD_SCHEMA = "gpulab.attempts-head/1"
 def head_path(db: Path) -> Path:
     """The head record of database ``db``: ``<db>.head`` beside it (not ``<db>-*``, SQLite's own files)."""
     return db.with_name(db.name + ".head")
+
+
+def _write_head(db: Path, doc: dict[str, Any]) -> None:
+    """Replace the head record of ``db`` with ``doc`` at once (a reader sees the old one or the new one)."""
+    import tempfile
+
+    target = head_path(db)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def read_head(db: Path) -> dict[str, Any] | None:
@@ -663,14 +767,15 @@ def _missing(conn: sqlite3.Connection, head: dict[str, Any]) -> list[str]:
     return out
 
 
-def head_findings(conn: sqlite3.Connection) -> list[str]:
-    """What the head record tells of the database: losses recorded earlier, rows gone since the last write, an
-    unreadable head record. Nothing when there is no head record (a database of an older gpulab, or one whose
-    head record was deleted: see docs/REPORTS.md)."""
+def head_findings(conn: sqlite3.Connection, head: dict[str, Any] | None = None) -> list[str]:
+    """What the head record (``head``: already read) tells of the database: losses recorded earlier, rows gone
+    since the last write, an unreadable head record. Nothing when there is no head record (a database of an
+    older gpulab, or one whose head record was deleted: see docs/REPORTS.md)."""
     path = _db_file(conn)
     if path is None:
         return []
-    head = read_head(path)
+    if head is None:
+        head = read_head(path)
     if head is None:
         return []
     if "unreadable" in head:
@@ -679,15 +784,14 @@ def head_findings(conn: sqlite3.Connection) -> list[str]:
     return losses + _missing(conn, head)
 
 
-def sync_head(conn: sqlite3.Connection, db: Path) -> None:
+def sync_head(conn: sqlite3.Connection, db: Path, before: list[int] | None = None) -> None:
     """Write the head record of ``db`` after a write: each chain's row count, last row id and hash. A loss the
     database shows against the previous record (rows gone, :func:`head_findings`) is kept in it for good.
 
     Runs under the write lock (so two writers keep it in order). Best effort: a head record that cannot be
-    written (a read-only folder) is left behind the database, which only makes it tell less.
+    written (a read-only folder) is left behind the database, which only makes it tell less. ``before``: the
+    database files' stamp when the write took the lock (what the head record's ``verified`` part may vouch for).
     """
-    import tempfile
-
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error:
@@ -700,19 +804,16 @@ def sync_head(conn: sqlite3.Connection, db: Path) -> None:
         elif head is not None:
             losses = [str(x) for x in head.get("losses", []) if isinstance(x, str)]
             losses += [f"{why}; found at {iso(now())}" for why in _missing(conn, head)]
-        doc = {"schema": HEAD_SCHEMA, "at": iso(now()), "tables": _tails(conn), "losses": losses}
-        target = head_path(db)
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        doc: dict[str, Any] = {"schema": HEAD_SCHEMA, "at": iso(now()), "tables": _tails(conn), "losses": losses}
+        if before is not None and head is not None and not losses:
+            # the chains were checked up to some row while the files stood as they did before this write: check
+            # only what was written since, and vouch for it with the files as they stand now
+            known = _verified(head, before)
+            if known:
+                breaks, tails = _check_chains(conn, known)
+                if not breaks:
+                    doc["verified"] = {"stamp": _files_stamp(db), "tables": tails}
+        _write_head(db, doc)
     except (OSError, sqlite3.Error):
         pass
     finally:
