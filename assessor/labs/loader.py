@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
-from assessor.labs.model import DEFAULT_TICKET_GRADES, DOMAIN_PREFIX, FaultStep, Lab, LabCheck, Partial, TicketGrades
+from assessor.labs.model import (
+    DEFAULT_TICKET_GRADES,
+    DOMAIN_PREFIX,
+    FaultStep,
+    Lab,
+    LabCheck,
+    LabObjective,
+    Partial,
+    TicketGrades,
+)
 from assessor.yamlio import KeyPath, Located
 
 LAB_FILE = "lab.yaml"
@@ -152,17 +161,56 @@ def load_lab(directory: Path | str) -> Lab:
     from assessor import yamlio
 
     directory = Path(directory)
+    stamp = validated_stamp(directory)
+    kept = _kept_data(stamp)
+    if kept is not None:
+        return _build(kept, directory)
     located = yamlio.load(directory / LAB_FILE)
     resolve_references(located)
-    stamp = validated_stamp(directory)
     if stamp is None or not stamp.exists():
         problems = schema_problems(located)
         if not problems:
             problems = semantic_problems(located, directory)
         if problems:
             raise InputError("\n".join(str(p) for p in problems))
-        _touch(stamp)
+    _keep_data(stamp, located.data)
     return _build(located.data, directory)
+
+
+def _kept_data(stamp: Path | None) -> Any:
+    """The lab.yaml's content (its references resolved) kept with the proof that this exact folder is valid;
+    None when there is none (no cache, a stamp of an older gpulab, a file that is not what gpulab wrote)."""
+    import json
+
+    if stamp is None:
+        return None
+    try:
+        text = stamp.read_text(encoding="utf-8")
+        data = json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _keep_data(stamp: Path | None, data: Any) -> None:
+    """Keep the validated lab's content with its stamp, so the next command reads it without parsing YAML: only
+    content that JSON gives back exactly (YAML's dates or integer keys would come back changed)."""
+    import json
+
+    if stamp is None:
+        return
+    try:
+        text = json.dumps(data, sort_keys=True)
+        exact = json.loads(text) == data
+    except (TypeError, ValueError):
+        exact = False
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+        tmp.write_text(text if exact else "", encoding="utf-8")
+        os.replace(tmp, stamp)
+    except OSError:
+        pass  # a read-only home only costs the next command the validation again
 
 
 def resolve_references(located: Located) -> None:
@@ -214,6 +262,14 @@ def validated_stamp(directory: Path) -> Path | None:
         h.update(file.name.encode() + b"\0")
         _bounded(lambda f=file, n=limit, w=what: digest_file(h, f, limit=n, what=w), file)
         h.update(b"\0")
+    from assessor.labs.levels import BLUEPRINTS, data_file
+    from assessor.labs.objectives import OBJECTIVES
+
+    for name in (BLUEPRINTS, OBJECTIVES):  # what a lab's exam domains and objectives are checked against
+        data = data_file(name, directory.parent.parent)
+        if data.is_file():
+            h.update(name.encode() + b"\0")
+            _bounded(lambda f=data: digest_file(h, f, limit=MAX_YAML_BYTES, what="a YAML file"), data)
     return Path(cache_home) / "gpulab" / "labs-valid" / h.hexdigest()
 
 
@@ -238,16 +294,6 @@ def _validator_fingerprint() -> str:
             st = f.stat()
             parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
     return "|".join(parts)
-
-
-def _touch(stamp: Path | None) -> None:
-    if stamp is None:
-        return
-    try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.touch()
-    except OSError:
-        pass  # a read-only home only costs the next command the validation again
 
 
 def schema_problems(located: Located) -> list[InputError]:
@@ -320,6 +366,7 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
             if empty:
                 out.append(InputError(f"{readme}: empty"))
     out += _exam_domain_problems(located)
+    out += _objective_problems(located, directory)
     design = data["target"] == "design"
     if not design:
         from assessor.sim.fixtures import fixture_names
@@ -404,12 +451,41 @@ def _exam_domain_problems(located: Located) -> list[InputError]:
     return out
 
 
+def _objective_problems(located: Located, directory: Path) -> list[InputError]:
+    """Each objective the lab names is in the objectives file of its labs tree (labs/objectives.yaml), is named
+    once, and belongs to an exam domain the lab lists in ``exam_domains``."""
+    names = located.data.get("objectives") or []
+    if not names:
+        return []
+    from assessor.labs import objectives
+
+    try:
+        known = objectives.cached(objectives.default_path(directory.parent.parent))
+    except InputError as exc:
+        return [exc]
+    listed = {str(name).casefold() for name in located.data["exam_domains"]}
+    out: list[InputError] = []
+    seen: set[str] = set()
+    for i, text in enumerate(names):
+        ref = LabObjective.parse(text)
+        found = known.get(ref.id)
+        if found is None:
+            out.append(located.error(("objectives", i), known.unknown(ref.id)))
+        elif ref.id in seen:
+            out.append(located.error(("objectives", i), f"objective {ref.id} is named twice"))
+        elif found.exam_domain.casefold() not in listed:
+            problem = f"{ref.id} is an objective of {found.exam_domain!r}: list that in exam_domains too"
+            out.append(located.error(("objectives", i), problem))
+        seen.add(ref.id)
+    return out
+
+
 def _fault_problem(name: str) -> str | None:
     try:
-        from assessor.sim.faults import FAULTS
+        from assessor.sim.faults import CONDITIONS, FAULTS
     except ImportError:  # the simulator's fault module is optional in a partial checkout
         return None
-    if name in FAULTS:
+    if name in FAULTS or name in CONDITIONS:  # a condition (a job holding a GPU) sets a scenario up too
         return None
     import difflib
 
@@ -589,6 +665,7 @@ def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | Non
         variants={name: tuple(choices) for name, choices in (source.get("variants") or {}).items()},
         variant=dict(values),
         source=source,
+        objectives=tuple(LabObjective.parse(text) for text in source.get("objectives") or ()),
     )
 
 
