@@ -17,7 +17,7 @@ DOMAIN_PREFIX: dict[str, str] = {
 }
 DOMAINS: tuple[str, ...] = tuple(DOMAIN_PREFIX)
 
-# CURRICULUM.md's five skill levels.
+# The five skill levels (docs/LEVELS.md, "The five levels").
 LEVEL_NAMES: dict[int, str] = {
     0: "not yet Foundation",
     1: "Foundation",
@@ -85,6 +85,28 @@ DEFAULT_TICKET_GRADES = TicketGrades(limit=3, penalty_percent=0.0)
 
 
 @dataclass(frozen=True)
+class LabObjective:
+    """An exam objective a lab trains (``labs/objectives.yaml``), as lab.yaml names it: ``NCP-AII-2.2`` when the
+    lab trains the whole task as the exam describes it, ``NCP-AII-1.8 (part)`` when it trains a part of it."""
+
+    id: str
+    whole: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> LabObjective:
+        name = text.strip()
+        if name.endswith(PART):
+            return cls(name.removesuffix(PART).strip(), whole=False)
+        return cls(name)
+
+    def __str__(self) -> str:
+        return self.id if self.whole else self.id + PART
+
+
+PART = " (part)"  # the mark of an objective a lab trains only in part
+
+
+@dataclass(frozen=True)
 class FaultStep:
     """A simulator fault and its options (``assessor.sim.faults``)."""
 
@@ -123,6 +145,7 @@ class Lab:
     variants: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> values to pick from
     variant: dict[str, Any] = field(default_factory=dict)  # the values this Lab was built with
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # lab.yaml, for variants
+    objectives: tuple[LabObjective, ...] = ()  # the exam objectives it trains (labs/objectives.yaml)
 
     @property
     def is_design(self) -> bool:
