@@ -38,6 +38,12 @@ from assessor.cli.options import Reach, active_option, active_tests, reach_optio
     type=click.Path(dir_okay=False),
     help="Also write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).",
 )
+@click.option(
+    "--prometheus",
+    "prometheus_file",
+    type=click.Path(dir_okay=False),
+    help="Also write Prometheus metrics here, for node_exporter's textfile collector (DIR/NAME.prom).",
+)
 @active_option
 def assess(
     reach: Reach,
@@ -48,12 +54,13 @@ def assess(
     json_file: str | None,
     junit_file: str | None,
     markdown_file: str | None,
+    prometheus_file: str | None,
     active: str,
 ) -> None:
     """Assess targets against a readiness profile.
 
-    --format picks what goes to stdout; --json, --junit and --markdown write more outputs from the
-    same run, beside it.
+    --format picks what goes to stdout; --json, --junit, --markdown and --prometheus write more
+    outputs from the same run, beside it.
 
     \b
     Exit codes:
@@ -98,6 +105,10 @@ def assess(
     from assessor.reports import outputs
 
     written = outputs.write_all(doc, json_file=json_file, junit_file=junit_file, markdown_file=markdown_file)
+    if prometheus_file:
+        from assessor.export import prometheus
+
+        written.append(prometheus.write_textfile(doc, prometheus_file))
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
     elif fmt == "junit":
