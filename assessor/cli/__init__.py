@@ -55,7 +55,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from assessor.cli import assess, catalogue, labs, prepare, report, sim
+    from assessor.cli import assess, catalogue, exam, k8s, labs, npd, prepare, report, serve, sim
 
     for command in (
         assess.assess,
@@ -67,8 +67,12 @@ def _register() -> None:
         sim.sim,
         labs.lab,
         labs.progress,
+        exam.exam,
         prepare.prepare,
         report.report,
+        serve.serve,
+        k8s.k8s,
+        npd.npd,
     ):
         main.add_command(command)
 

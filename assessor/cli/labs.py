@@ -187,6 +187,29 @@ def lab_status(candidate: str | None, db: str | None, as_json: bool) -> None:
         _say(f"{r['lab']}: on {r['target']} since {r['started_at']}; {clock}; {hints}")
 
 
+@lab.command("coverage")
+@click.argument("exam", metavar="EXAM")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (docs/COVERAGE.md).")
+def lab_coverage(exam: str, as_json: bool) -> None:
+    """How much of EXAM's official objectives (NCP-AII, NCP-AIO, NCA-AIIO, NCP-AIN) the labs train: each
+    objective with the labs that name it, and the share of the exam's weight touched and fully covered
+    (labs/objectives.yaml; the rule in docs/COVERAGE.md). Exit 2 when a lab or the objectives file is malformed."""
+    import json
+
+    from assessor.labs import coverage
+
+    cov = coverage.gather(exam)
+    if as_json:
+        click.echo(json.dumps(coverage.document(cov), indent=2))
+    else:
+        for line in coverage.lines(cov):
+            _say(line)
+    for err in cov.errors:
+        _error(err)
+    if cov.errors:
+        sys.exit(2)
+
+
 @lab.command("show")
 @click.argument("lab_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Metadata and README text as JSON.")
@@ -222,7 +245,14 @@ def lab_show(lab_id: str, as_json: bool, candidate: str | None) -> None:
     fixture = f", fixture {x.fixture}" if x.fixture else ""
     console.print(shown(f"target: {x.target}{fixture}; runs on {', '.join(x.runs_on)}"))
     console.print(shown(f"trains: {'; '.join(x.exam_domains)}"))
-    console.print(shown(f"graded by: {', '.join(c.id for c in x.checks)}") + "\n")
+    if x.objectives:
+        console.print(shown(f"objectives: {', '.join(str(o) for o in x.objectives)}"))
+    console.print(shown(f"graded by: {', '.join(views.lab_record(x)['graded_by'])}"))
+    example = views.example_path(x)
+    if example is not None:
+        what = "answer" if x.is_design else "ticket (for the data centre)"
+        console.print(shown(f"example {what} file: {example} (its format: copy it, write yours)"))
+    console.print("")
     # the README is rendered as Markdown, every character a terminal would act on shown as an escape first
     console.print(Markdown(visible_lines(readme.replace("\r\n", "\n").expandtabs(4))))
 
@@ -380,10 +410,50 @@ def lab_grade(
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         _print_grade(done.lab, result)
+        if result.passed:  # the debrief gives the reference solution away: only after a pass
+            _print_short_debrief(done.lab, result, candidate)
     if done.failure is not None:
         _error(done.failure)
         sys.exit(2)
     sys.exit(0 if result.passed else 1)
+
+
+def _print_short_debrief(x: Any, g: Any, candidate: str | None) -> None:
+    """A few lines of the debrief under a passing grade (assessor.labs.debrief); never fails the grade."""
+    from assessor.errors import GpulabError
+    from assessor.labs import debrief, debrief_inputs
+    from assessor.labs.attempts import default_candidate
+
+    try:
+        lines = debrief.short_lines(debrief_inputs.after_grade(x, g, candidate=candidate or default_candidate()))
+    except (GpulabError, OSError) as exc:
+        lines = [f"Debrief: not available ({exc})"]
+    for line in lines:
+        _say(line)
+
+
+@lab.command("debrief")
+@click.argument("lab_id", metavar="ID")
+@click.option("--candidate", help=_CANDIDATE_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="The debrief as JSON.")
+def lab_debrief(lab_id: str, candidate: str | None, db: str | None, as_json: bool) -> None:
+    """After a pass: what each check proved, the reference solution beside your commands (the node's shell
+    history, where it keeps one) and where a real node prints otherwise than the simulator.
+
+    Of your latest passing attempt; exit 2 when you have none (the debrief gives the solution away).
+    """
+    from assessor.labs import debrief, debrief_inputs
+    from assessor.labs.attempts import default_candidate
+
+    d = debrief_inputs.for_lab(lab_id, candidate=candidate or default_candidate(), db=db)
+    if as_json:
+        from assessor.neutralise import json_document
+
+        click.echo(json_document(d.to_json()))
+        return
+    for line in debrief.full_lines(d):
+        _say(line)
 
 
 def _print_cohort_grade(done: Any, as_json: bool) -> int:
@@ -413,7 +483,11 @@ def _print_grade(x: Any, g: Any) -> None:
     table = Table(title=_text(f"{x.id} — {x.title}"), title_justify="left")
     for col in ("check", "result", "points", "observed", "message / hint"):
         table.add_column(col, overflow="fold")
-    for s in g.scores:
+    from assessor.labs.wording import in_words, labels_for_scores
+
+    # a check the lab uses twice is labelled by what tells its uses apart (mig.mode (GPU 0)); values in words
+    named = labels_for_scores(getattr(x, "checks", ()), [s.check for s in g.scores])
+    for label, s in zip(named, g.scores, strict=True):
         verdict = "PASS" if s.credit >= 1 else ("PARTIAL" if s.credit > 0 else "FAIL")
         if s.role == "guard":
             verdict = "HELD (guard)" if s.credit >= 1 else "BROKEN (guard)"
@@ -433,7 +507,8 @@ def _print_grade(x: Any, g: Any) -> None:
             text.append_text(_text(s.hint))
         elif s.credit < 1:
             text.append(f"\nhint: `gpulab lab hint {x.id}` (its use is recorded)")
-        table.add_row(_text(s.check), Text(verdict), Text(f"{s.earned:g}/{s.points:g}"), _text(_fmt(s.observed)), text)
+        observed = _fmt(in_words(s.observed, s.check))
+        table.add_row(_text(label), Text(verdict), Text(f"{s.earned:g}/{s.points:g}"), _text(observed), text)
     console.print(table)
     from assessor.labs.gradebook import verdict as comes_to
 
@@ -468,8 +543,11 @@ def lab_hint(lab_id: str, candidate: str | None, db: str | None) -> None:
     from assessor.labs import views
 
     hints = views.hint(lab_id, candidate=candidate, db=db)
+    from assessor.labs.wording import labels
+
+    named = labels(hints.lab.checks)  # a check the lab uses twice, labelled apart: mig.mode (GPU 0)
     for i, c in enumerate(hints.shown, 1):
-        _say(f"{i}. {c.id} ({_worth(c)}): {c.hint}")
+        _say(f"{i}. {named[i - 1]} ({_worth(c)}): {c.hint}")
     if not hints.new:
         _say(f"all {hints.total} hints of {hints.lab.id} are shown")
     else:
@@ -603,18 +681,36 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="History, levels and their explanations as JSON.")
 @click.option("--db", type=click.Path(dir_okay=False), help=_DB_HELP)
-def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
-    """A candidate's lab history and skill levels (per domain and overall), each level explained."""
+@click.option(
+    "--exam",
+    metavar="EXAM",
+    help="How ready you are for this exam (NCA-AIIO, NCP-AII, NCP-AIO, NCP-AIN), by its domains, from your labs "
+    "and your submitted `gpulab exam` sittings of it; the study plan then aims at it.",
+)
+def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | None) -> None:
+    """A candidate's lab history and skill levels (per domain and overall), each level explained, and the study
+    plan: the labs to take next, in order. With --exam, readiness for that exam by its domains (docs/LEVELS.md)."""
     import json
 
     from assessor.labs import views
 
-    p = views.progress(candidate=candidate, db=db)
+    p = views.progress(candidate=candidate, db=db, exam=exam)
     who, history, result, mismatches, summaries = p.candidate, p.history, p.levels, p.mismatches, p.summaries
     if as_json:
         from assessor.reports.documents import progress_document
 
-        doc = progress_document(who, history, result, p.passed, mismatches, labs=summaries, flags=p.flags)
+        ready = p.readiness.to_json() if p.readiness else None
+        doc = progress_document(
+            who,
+            history,
+            result,
+            p.passed,
+            mismatches,
+            labs=summaries,
+            flags=p.flags,
+            study_plan=p.plan.to_json(),
+            readiness=ready,
+        )
         click.echo(json.dumps(doc, indent=2))
         return
     from rich.table import Table
@@ -659,6 +755,10 @@ def progress(candidate: str | None, as_json: bool, db: str | None) -> None:
             console.print(Text.assemble("  ", _text(v.explanation)))
     console.print(Text.assemble("\n", _text(result.explanation, "bold")))
     console.print(Text.assemble("\nHow levels are given: ", _text(result.rule)))
+    from assessor.labs import readiness, study_plan
+
+    for line in ["", *([*readiness.lines(p.readiness), ""] if p.readiness else []), *study_plan.lines(p.plan)]:
+        console.print(_text(line))
     for lab_id, machines in sorted(mismatches.items()):
         console.print(
             Text.assemble(

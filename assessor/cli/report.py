@@ -33,6 +33,13 @@ import click
 )
 @click.option("--cohort", metavar="NAME", help="Cohort: its name (and its members, when the database records cohorts).")
 @click.option("--db", type=click.Path(dir_okay=False), help="Attempts database (default $GPULAB_DB, else the user's).")
+@click.option(
+    "--exam",
+    metavar="EXAM",
+    help="Candidate: readiness for this exam (NCA-AIIO, NCP-AII, NCP-AIO, NCP-AIN) by its domains, from the "
+    "labs and the submitted exam sittings kept beside the attempts database, as `gpulab progress --exam` shows "
+    "it; the study plan then aims at it.",
+)
 def report(
     kind: str,
     inputs: tuple[str, ...],
@@ -43,11 +50,13 @@ def report(
     cohort: str | None,
     db: str | None,
     lms: str | None,
+    exam: str | None,
 ) -> None:
     """Write a report from check results, grades or the attempts database.
 
     \b
-    KIND     candidate: one person's levels, labs and next steps
+    KIND     candidate: one person's levels, labs, next steps and study plan
+             (--exam: readiness for an exam)
              cohort:    gradebook, level distribution, failed checks, team readiness
              fleet:     host x check matrix with the evidence of each failure
     INPUT    results or grade JSON files (gpulab assess --json, gpulab lab grade --json),
@@ -69,7 +78,9 @@ def report(
         raise click.UsageError(
             f"--lms {lms} writes the cohort gradebook CSV: gpulab report cohort ... -f csv --lms {lms}"
         )
-    made = build.make(kind, list(inputs), candidates=names or None, cohort=cohort, db=db, identities=identities)
+    made = build.make(
+        kind, list(inputs), candidates=names or None, cohort=cohort, db=db, identities=identities, exam=exam
+    )
     written = build.write(made, fmt, out, lms=lms)
     from assessor.neutralise import message, visible
 

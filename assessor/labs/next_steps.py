@@ -52,7 +52,14 @@ def after_start(
     from assessor.labs.attempts import iso
 
     lines = [line for line in steps if "--replace-node" in line or line.startswith("closed ")]
-    lines.append(f"{lab.id}: the node is set up for the lab ({len(steps)} steps applied to {target or 'nothing'})")
+    if lab.is_design:  # no node: nothing was set up, and the answer's format is in the lab's folder
+        lines.append(
+            f"{lab.id} is a design lab: no node to set up; write your answer as "
+            f"{lab.path / (lab.answer_example or '')} shows (`gpulab lab show {lab.id}` explains)"
+        )
+    else:
+        done = f"{len(steps)} step{'' if len(steps) == 1 else 's'} applied" if steps else "nothing to change"
+        lines.append(f"{lab.id}: the node is set up for the lab ({done} on {target})")
     if lab.variants:
         from assessor.labs.loader import pick_variant, placeholders, read_readme
 

@@ -4,9 +4,9 @@ The CLI (:mod:`assessor.cli.labs`) parses the options, calls one function here a
 which labs a listing holds and each one's state for the candidate (:func:`listing`), the candidate's open labs
 (:func:`open_labs`), a lab's README with the candidate's variant filled in (:func:`show`), which hint comes
 next and its use recorded (:func:`hint`), which open lab a candidate gives up (:func:`close`), a candidate's
-history and levels (:func:`progress`). Each returns plain data; nothing here prints or escapes, so every string
-in it (a lab's title, a candidate's name, a node's host) is raw data, neutralised by the CLI at the point of
-printing.
+history, levels, study plan and readiness for an exam (:func:`progress`). Each returns plain data; nothing
+here prints or escapes, so every string in it (a lab's title, a candidate's name, a node's host) is raw data,
+neutralised by the CLI at the point of printing.
 
 A listing and the open labs never create an attempts database: with none yet, they are those of a candidate
 who has started nothing.
@@ -14,6 +14,7 @@ who has started nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from assessor.labs.attempts import Attempt, DatabaseError
     from assessor.labs.levels import Levels
     from assessor.labs.model import Lab, LabCheck
+    from assessor.labs.readiness import Readiness
+    from assessor.labs.study_plan import StudyPlan
 
 
 def candidate_or_default(name: str | None) -> str:
@@ -33,7 +36,10 @@ def candidate_or_default(name: str | None) -> str:
 
 
 def lab_record(x: Lab) -> dict[str, Any]:
-    """A lab's metadata as JSON data (`lab list --json`, `lab show --json`)."""
+    """A lab's metadata as JSON data (`lab list --json`, `lab show --json`): ``graded_by`` labels a check the lab
+    uses twice (:func:`assessor.labs.wording.labels`), ``answer_example`` is the example answer file's path."""
+    from assessor.labs.wording import labels
+
     return {
         "id": x.id,
         "title": x.title,
@@ -41,6 +47,7 @@ def lab_record(x: Lab) -> dict[str, Any]:
         "level": x.level,
         "level_name": x.level_name,
         "exam_domains": list(x.exam_domains),
+        "objectives": [str(o) for o in x.objectives],  # labs/objectives.yaml ids; "(part)": a part of the task
         "time_limit_min": x.time_limit_min,
         "target": x.target,
         "runs_on": list(x.runs_on),
@@ -48,9 +55,16 @@ def lab_record(x: Lab) -> dict[str, Any]:
         "pass_percent": x.pass_percent,
         "points": x.total_points,
         "checks": [c.id for c in x.checks],
+        "graded_by": labels(x.checks),
+        "answer_example": str(example_path(x)) if example_path(x) else None,
         "path": str(x.path),
         "sha256": x.digest,
     }
+
+
+def example_path(x: Lab) -> Path | None:
+    """Where the lab's example answer file is (a design's format, a ticket's), or None: it takes no answer."""
+    return x.path / x.answer_example if x.answer_example else None
 
 
 def _database_exists(db: str | None) -> bool:
@@ -225,17 +239,37 @@ class Progress:
     summaries: dict[str, dict[str, Any]]  # each lab's best score, time taken, hints used
     mismatches: dict[str, list[str]]  # labs whose attempts came from different machines: those machines
     flags: list[str]  # where the attempts database was edited by hand, or lost rows
+    plan: StudyPlan  # the labs to take next, in order (for the exam, when one is asked)
+    readiness: Readiness | None = None  # how ready for the exam asked (--exam); None: none asked
     errors: list[InputError] = field(default_factory=list)  # labs skipped as malformed
 
 
-def progress(*, candidate: str | None = None, db: str | None = None) -> Progress:
-    """``candidate``'s lab history and skill levels (per domain and overall), each level explained."""
-    from assessor.labs import attempts, levels
+def progress(
+    *,
+    candidate: str | None = None,
+    db: str | None = None,
+    exam: str | None = None,
+    sessions: Sequence[Mapping[str, Any]] | None = None,
+) -> Progress:
+    """``candidate``'s lab history and skill levels (per domain and overall), each level explained, with the
+    study plan; for ``exam``, how ready they are for it by its domains, from their labs and exam sessions
+    (``sessions``: their exam-session results, oldest first, exam domain -> score in percent; None: their
+    submitted sittings of ``exam`` kept beside the attempts database, :func:`.exam_session.domain_scores`, as
+    `gpulab report candidate --exam` reads them). InputError for an exam the blueprints do not know, or a
+    sitting edited by hand."""
+    from assessor.labs import attempts, levels, readiness, study_plan
     from assessor.labs.loader import load_catalogue
 
     who = candidate_or_default(candidate)
     cat = load_catalogue()
     rules = levels.load_rules(cat.root)
+    if exam is not None:
+        exam = readiness.find_exam(rules.blueprints, exam)  # an unknown exam before the database is opened
+        if sessions is None:
+            from assessor.labs.exam_session import domain_scores
+
+            sessions = domain_scores(who, exam, db)
+    sessions = sessions or ()
     with attempts.guarded(db) as conn:
         history = attempts.attempts(conn, candidate=who)
         breaks = attempts.chain_breaks(conn)
@@ -247,6 +281,10 @@ def progress(*, candidate: str | None = None, db: str | None = None) -> Progress
     known = {x.id for x in cat.labs}
     best = attempts.best([a for a in history if a.lab_id in known])
     passed = {lab_id for lab_id, a in best.items() if a.passed}
+    ready = None
+    if exam is not None:
+        titles = readiness.exam_titles(levels.data_file(levels.BLUEPRINTS, cat.root))
+        ready = readiness.readiness(exam, rules.blueprints, cat.labs, passed, sessions=sessions, title=titles.get(exam))
     return Progress(
         candidate=who,
         history=history,
@@ -255,5 +293,7 @@ def progress(*, candidate: str | None = None, db: str | None = None) -> Progress
         summaries=attempts.lab_summaries(history),
         mismatches=attempts.machine_mismatches(history),
         flags=[f"{attempts.DB_EDITED}: {why}" for why in edited] + [f"attempts database: {why}" for why in whole],
+        plan=study_plan.plan(rules, cat.labs, passed, exam=exam, sessions=sessions),
+        readiness=ready,
         errors=list(cat.errors),
     )

@@ -26,17 +26,22 @@ def make(
     cohort: str | None = None,
     db: str | None = None,
     identities: dict[str, dict[str, str]] | None = None,
+    exam: str | None = None,
 ) -> Report:
     """Read the inputs and build the report document of ``kind``.
 
     ``inputs``: results or grade JSON files, directories of them (gradebooks), attempts databases. With no
     input, candidate and cohort reports read the default attempts database (or ``db``). ``identities``: who
-    each candidate is in the school's systems (:func:`read_candidates`), for a cohort's LMS import.
+    each candidate is in the school's systems (:func:`read_candidates`), for a cohort's LMS import. ``exam``: a
+    candidate report's readiness for that exam (as `gpulab progress --exam`), from the labs and the submitted
+    sittings of it kept beside the attempts databases read (grade files alone bring none).
     """
     from assessor.reports import documents
 
     if kind not in KINDS:
         raise InputError(f"unknown report {kind!r} (reports: {', '.join(KINDS)})")
+    if exam is not None and kind != "candidate":
+        raise InputError(f"--exam is for the candidate report (readiness for an exam), not a {kind} report")
     read = documents.read_inputs(inputs)
     if kind == "fleet":
         if read.records or read.databases or read.ungraded:
@@ -76,9 +81,15 @@ def make(
             raise InputError(
                 "a candidate report is about one person: give --candidate once (a cohort report takes several)"
             )
+        from assessor.labs.exam_session import domain_scores
         from assessor.reports import candidate
 
-        return Report(kind, candidate.build(who, records, catalogue, rules, database_flags=findings))
+        # the exam sessions kept beside each attempts database read, as `gpulab progress --exam` reads them
+        sessions = [s for path in dict.fromkeys(databases) for s in domain_scores(who, exam, path)] if exam else []
+        return Report(
+            kind,
+            candidate.build(who, records, catalogue, rules, database_flags=findings, exam=exam, sessions=sessions),
+        )
     from assessor.reports import cohort as cohort_report
 
     name = cohort or "cohort"

@@ -1,9 +1,10 @@
-"""The candidate report document (gpulab.candidate/1): levels explained, labs attempted, next steps."""
+"""The candidate report document (gpulab.candidate/1): levels explained, labs attempted (each check's values in
+words), next steps, the study plan, and readiness for an exam when one is asked."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -42,20 +43,22 @@ def lab_flags(records: Sequence[AttemptRecord]) -> list[str]:
     return list(flags)
 
 
-def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
-    keep = (
-        "check",
-        "status",
-        "message",
-        "points",
-        "earned",
-        "credit",
-        "hint",
-        "observed",
-        "expected",
-        "note",
-        "check_hint",
-    )
+def _attempt_json(r: AttemptRecord, lab: Any = None) -> dict[str, Any]:
+    """One attempt as the report shows it: each check labelled in its lab (``label``: mig.mode (GPU 0)) and what
+    it observed and expected in words, as `lab grade` prints them (:mod:`assessor.labs.wording`), never raw
+    JSON. ``lab``: the catalogue's lab (None: not in this catalogue)."""
+    from assessor.labs.wording import in_words, labels_for_scores
+
+    keep = ("check", "status", "message", "points", "earned", "credit", "hint", "note", "check_hint")
+    named = labels_for_scores(lab.checks if lab is not None else (), [str(c.get("check", "")) for c in r.checks])
+    checks = []
+    for c, label in zip(r.checks, named, strict=True):
+        out = {k: c[k] for k in keep if k in c}
+        out["label"] = label
+        for key in ("observed", "expected"):
+            if c.get(key) is not None:
+                out[key] = in_words(c[key], str(c.get("check", "")))
+        checks.append(out)
     return {
         "graded_at": r.graded_at,
         "started_at": r.started_at,
@@ -64,7 +67,7 @@ def _attempt_json(r: AttemptRecord) -> dict[str, Any]:
         "passed": r.passed,
         "late": r.late,
         "host": r.host,
-        "checks": [{k: c[k] for k in keep if k in c} for c in r.checks],
+        "checks": checks,
     }
 
 
@@ -132,10 +135,16 @@ def build(
     *,
     now: dt.datetime | None = None,
     database_flags: Sequence[str] = (),
+    exam: str | None = None,
+    sessions: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The candidate report document, validated. ``database_flags``: what the attempts database read tells of
-    itself as a whole (rows missing at its end, :func:`assessor.reports.documents.database_findings`)."""
+    itself as a whole (rows missing at its end, :func:`assessor.reports.documents.database_findings`).
+    ``exam``: how ready the candidate is for it (the readiness `gpulab progress --exam` shows, from the same
+    passes; ``sessions``: their exam-session results, oldest first, exam domain -> percent), and the study plan
+    aims at it; InputError for an exam the blueprints do not know."""
     from assessor.labs import levels as level_rule
+    from assessor.labs import readiness, study_plan
     from assessor.labs.model import DOMAINS, LEVEL_NAMES
 
     mine = [r for r in records if r.candidate == candidate]
@@ -172,8 +181,8 @@ def build(
                 "level": level,
                 "attempts": sum(1 for r in rs if r.recorded),
                 "passed": bool(counted and counted.passed),
-                "best": _attempt_json(shown),
-                "latest": _attempt_json(latest_of(rs)),
+                "best": _attempt_json(shown, lab),
+                "latest": _attempt_json(latest_of(rs), lab),
                 "time_limit_min": lab.time_limit_min if lab else None,
                 "hints_used": max(hints) if hints else None,
                 "flags": lab_flags(rs) + not_counted(rs),
@@ -196,6 +205,9 @@ def build(
                 "labs": [{"lab": i, "title": labs[i].title if i in labs else i} for i in blocker.open],
             }
         )
+    if exam is not None:
+        exam = readiness.find_exam(rules.blueprints, exam)
+    plan = study_plan.plan(rules, catalogue.labs, passed, exam=exam, sessions=sessions)
     certs = certifications(rules, levels)
     fitting = [c for c in certs if c["fits"]]
     doc = {
@@ -211,5 +223,12 @@ def build(
         "recommended_certification": max(fitting, key=lambda c: c["level"])["exam"] if fitting else None,
         "flags": sorted({f"{e['lab']}: {f}" for e in attempted for f in e["flags"]}),
         "database_flags": list(database_flags),
+        "study_plan": plan.to_json(),
     }
+    if exam is not None:
+        titles = readiness.exam_titles(level_rule.data_file(level_rule.BLUEPRINTS, catalogue.root))
+        ready = readiness.readiness(
+            exam, rules.blueprints, catalogue.labs, passed, sessions=sessions, title=titles.get(exam)
+        )
+        doc["readiness"] = ready.to_json()
     return validate(doc, "candidate")

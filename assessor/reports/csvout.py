@@ -1,7 +1,8 @@
 """CSV of each report document (the csv module; every text cell neutralised for spreadsheets).
 
 Cohort: the gradebook, one row per candidate (columns in docs/REPORTS.md), or with ``lms`` the layout an
-LMS's grade import reads (:data:`LMS`: Canvas, Moodle). Candidate: one row per lab attempted. Fleet: one row
+LMS's grade import reads (:data:`LMS`: Canvas, Moodle). Candidate: one row per lab attempted, its best attempt's
+checks in words in the last column. Fleet: one row
 per host, one column per check.
 """
 
@@ -151,6 +152,7 @@ def candidate_rows(doc: dict[str, Any]) -> list[list[Any]]:
         "time_taken_min",
         "hints_used",
         "flags",
+        "best_checks",
     ]
     rows: list[list[Any]] = [head]
     for lab in doc["labs"]:
@@ -169,11 +171,23 @@ def candidate_rows(doc: dict[str, Any]) -> list[list[Any]]:
                 lab["best"]["elapsed_min"],
                 lab["hints_used"],
                 "; ".join(lab["flags"]) or None,
+                checks_in_words(lab["best"]["checks"]),
             ]
         )
     if len(rows) == 1 and doc.get("database_flags"):
         rows.append([doc["candidate"], *([None] * (len(head) - 1))])  # no lab row: the flags still show
     return with_database_flags(doc, rows)
+
+
+def checks_in_words(checks: list[dict[str, Any]]) -> str | None:
+    """A candidate's checks of one attempt in one cell: each check's label, result, and what it observed and
+    expected in words (the report document already holds them in words), the checks parted by " | "."""
+    parts = []
+    for c in checks:
+        text = f"{c.get('label', c['check'])}: {c['status']}"
+        said = [f"{key} {c[key]}" for key in ("observed", "expected") if c.get(key)]
+        parts.append(text + (f" ({'; '.join(said)})" if said else ""))
+    return " | ".join(parts) or None
 
 
 def fleet_rows(doc: dict[str, Any]) -> list[list[Any]]:

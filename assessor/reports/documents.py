@@ -377,9 +377,13 @@ def progress_document(
     *,
     labs: dict[str, dict[str, Any]] | None = None,
     flags: list[str] | None = None,
+    study_plan: dict[str, Any] | None = None,
+    readiness: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The gpulab.progress/1 document of ``gpulab progress --json``: ``labs`` is each lab's best score,
-    time taken and hints used; ``flags`` says where the attempts database was edited by hand."""
+    time taken and hints used; ``flags`` says where the attempts database was edited by hand; ``study_plan``
+    and ``readiness`` (``--exam``) as :mod:`assessor.labs.study_plan` and :mod:`assessor.labs.readiness` give
+    them."""
     doc = {
         "schema": SCHEMA_IDS["progress"],
         "candidate": candidate,
@@ -395,4 +399,8 @@ def progress_document(
         "labs": labs or {},
         "flags": list(flags or []),
     }
+    if study_plan is not None:
+        doc["study_plan"] = study_plan
+    if readiness is not None:
+        doc["readiness"] = readiness
     return validate(doc, "progress")

@@ -146,36 +146,63 @@ def compare(
     extra_fails: list[str] | None = None,
     tolerance_pct: dict[str, float] | None = None,
     parts: list[str] | None = None,
+    follows: dict[str, tuple[Any, str]] | None = None,
 ) -> Result:
     """Compare the candidate's numbers (``got``) with the computed ones (``want``), key by key.
 
     Counts must match exactly; keys in ``tolerance_pct`` may differ by that many percent of the computed
     value. Without ``reveal`` a wrong answer names the wrong keys and their rules, not the right numbers.
     ``parts`` limits the comparison to keys under those top-level names (a lab can then give points per part).
+
+    ``follows`` is the carried-error rule: a key whose rule takes another of the candidate's answers (cooling
+    from the IT load) -> (the value the rule gives from the candidate's own answer, the key of that answer).
+    Such a key is right when it matches the computed value or follows correctly from the candidate's own answer,
+    when that answer is graded in the same check: a wrong answer is counted wrong once, where it is made, not
+    again in what the same check computes from it. Across checks (parts graded on their own) each part is
+    graded against the lab's own numbers, so a consistent design for another cluster earns nothing.
     """
     tolerance_pct = tolerance_pct or {}
     if parts:
         want = {k: v for k, v in want.items() if k.split(".")[0] in parts}
         got = {k: v for k, v in got.items() if k.split(".")[0] in parts}
-    wrong: list[str] = []
-    for key, value in want.items():
-        have = got.get(key)
+    follows = {k: v for k, v in (follows or {}).items() if k in want and v[1] in want}
+
+    def matches(key: str, have: Any, value: Any) -> bool:
         pct = tolerance_pct.get(key)
         if pct is None:
-            good = have == value
-        else:
-            good = isinstance(have, (int, float)) and abs(float(have) - float(value)) <= abs(float(value)) * pct / 100
-        if not good:
-            wrong.append(key)
+            return bool(have == value)
+        number = isinstance(have, (int, float)) and isinstance(value, (int, float))
+        return number and abs(float(have) - float(value)) <= abs(float(value)) * pct / 100
+
+    wrong: list[str] = []
+    carried: list[str] = []  # right only by following the candidate's own (wrong) answer
+    for key, value in want.items():
+        have = got.get(key)
+        if matches(key, have, value):
+            continue
+        if key in follows and have is not None and matches(key, have, follows[key][0]):
+            carried.append(key)
+            continue
+        wrong.append(key)
     extras = list(extra_fails or [])
     # each wrong field with why (its rule), never the right value unless the lab reveals it
     fails = [_wrong(key, got.get(key), rules.get(key), want[key] if reveal else None) for key in wrong] + extras
-    expected: dict[str, Any] = {key: (want[key] if reveal else rules.get(key, "computed")) for key in want}
+    expected: dict[str, Any] = {
+        key: (want[key] if reveal else rules.get(key, "computed")) for key in want if key not in carried
+    }
+    expected.update(
+        {key: f"{rules.get(key, 'computed')} (from your {_source(follows[key][1], got)})" for key in carried}
+    )
     total = len(want)
+    aside = _carried_words(carried, follows, got)
     if not fails:
         # a part's pass says only what it graded: the grader's summary would give other parts' numbers away
         message = ok if not parts else f"{total} of {total} {_answers(total)} right ({', '.join(sorted(want))})"
-        return Result(spec_id, "pass", message, observed=got, expected=want if not parts else None)
+        if carried:
+            message = f"{total} of {total} {_answers(total)} right ({', '.join(sorted(want))}); {aside}"
+        # what was expected, now that it is right: the computed numbers of the parts graded (no other part's)
+        shown = {key: (expected[key] if key in carried else want[key]) for key in want}
+        return Result(spec_id, "pass", message, observed=got, expected=shown)
     shown_rules = "; ".join(f"{key}: {rules[key]}" for key in wrong if key in rules)
     if wrong:
         message = f"{len(wrong)} of {total} {_answers(total)} wrong: "
@@ -184,6 +211,8 @@ def compare(
     message += "; ".join(fails[:6])
     if len(fails) > 6:
         message += f" (and {len(fails) - 6} more)"
+    if carried:
+        message += f"; {aside}"
     return Result(
         spec_id,
         "fail",
@@ -192,6 +221,21 @@ def compare(
         expected=expected,
         hint=(shown_rules + ". " if shown_rules else "") + hint,
     )
+
+
+def _source(key: str, got: dict[str, Any]) -> str:
+    value = got.get(key)
+    return f"{key} ({value:g})" if isinstance(value, (int, float)) and not isinstance(value, bool) else key
+
+
+def _carried_words(carried: list[str], follows: dict[str, tuple[Any, str]], got: dict[str, Any]) -> str:
+    """``cooling_kw follows correctly from your total_it_kw (104): not counted wrong again``."""
+    if not carried:
+        return ""
+    sources = list(dict.fromkeys(_source(follows[k][1], got) for k in carried))
+    names = " and ".join([", ".join(carried[:-1]), carried[-1]] if len(carried) > 1 else carried)
+    verb = "follows" if len(carried) == 1 else "follow"
+    return f"{names} {verb} correctly from your {' and '.join(sources)}: not counted wrong again"
 
 
 def _answers(n: int) -> str:

@@ -25,6 +25,12 @@ The model (and where each rule comes from):
 
 Counts are links (port-to-port). DGX H100 carries two NDR links per twin-port OSFP transceiver; the
 answer counts links, as the RA's cable table does.
+
+Carried error (:func:`assessor.labs.design.base.compare`'s ``follows``), within one graded part: scalable
+units that follow from the candidate's own node count, and spine and core switches that follow from their own
+leaf (and spine) count, are right. A part graded on its own is graded against the lab's cluster: switches and
+cables that follow from a wrong node count in another part are wrong, so a consistent design for another
+cluster (the example file's) earns nothing.
 """
 
 from __future__ import annotations
@@ -230,6 +236,7 @@ def grade_fat_tree(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         extra.append(f"leaf uplinks ({up}) < downlinks ({down}): the fabric blocks (bisection below injection)")
     return compare(
         "design.fat_tree",
+        follows=carried(got, tree),
         got=got,
         want=tree.answer(),
         rules=RULES,
@@ -243,3 +250,32 @@ def grade_fat_tree(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         extra_fails=extra,
         parts=parts,
     )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def carried(got: dict[str, Any], tree: FatTree) -> dict[str, tuple[Any, str]]:
+    """What each count computed from another count would be from the candidate's own value of it (the
+    carried-error rule): key -> (value, the key it is computed from), where that value differs from the
+    computed one."""
+    half = tree.radix // 2
+    out: dict[str, tuple[Any, str]] = {}
+    nodes = _count(got.get("nodes"))
+    if nodes is not None and nodes != tree.nodes:
+        out["scalable_units"] = (math.ceil(nodes / half), "nodes")
+    leaf = _count(got.get("switches.leaf"))
+    if leaf is not None and leaf != tree.leaf and leaf > 1:
+        if leaf <= tree.radix:  # two tiers: the spines take the leaves' uplinks evenly
+            out["switches.spine"] = (
+                _smallest_divisor_at_least(half, math.ceil(leaf * half / tree.radix)),
+                "switches.leaf",
+            )
+            out["switches.core"] = (0, "switches.leaf")
+        else:  # three tiers: one spine per leaf
+            out["switches.spine"] = (leaf, "switches.leaf")
+    spine = _count(got.get("switches.spine"))
+    if spine is not None and spine != tree.spine and tree.tiers == 3:
+        out.setdefault("switches.core", (math.ceil(spine * half / tree.radix), "switches.spine"))
+    return out

@@ -13,6 +13,13 @@ Rules and sources:
   the IT load (nodes + switches), kW for kW (1 kW = 3,412 BTU/h; 1 ton of refrigeration = 3.517 kW).
 - Facility power, when the lab gives a PUE: PUE = total facility power / IT equipment power (The Green
   Grid, "PUE: A Comprehensive Examination of the Metric", WP#49), so facility kW = IT kW x PUE.
+
+Carried error (:func:`assessor.labs.design.base.compare`'s ``follows``): an answer computed from another answer
+is right when it follows correctly from the candidate's own value of that answer. Cooling and facility power
+follow from the candidate's ``total_it_kw``, the racks and a full rack's draw from their ``nodes_per_rack``,
+where the check grades that answer too: a wrong IT load is wrong once, in ``total_it_kw``, and the cooling and
+facility power that follow from it are not counted wrong again. A rack over its budget and cooling below the
+real IT load still fail, whatever the arithmetic.
 """
 
 from __future__ import annotations
@@ -180,9 +187,14 @@ def grade_power(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         and rack_kw > plan.budget_kw_per_rack + 1e-9
     ):
         extra.append(f"a {rack_kw:g} kW rack exceeds the {plan.budget_kw_per_rack:g} kW budget")
+    follows = carried(got, plan)
     cooled = parts is None or "cooling_kw" in parts
     if cooled and isinstance(cooling, (int, float)) and cooling < plan.total_it_kw * 0.99:
-        extra.append(f"cooling_kw {cooling:g} is less than the IT load it must remove")
+        # below the real IT load: a failure whatever the arithmetic, unless it is the candidate's own IT load
+        # carried (that wrong load is counted wrong in total_it_kw)
+        own = follows.get("cooling_kw") if parts is None or "total_it_kw" in parts else None
+        if own is None or abs(cooling - own[0]) > abs(own[0]) * 0.01:
+            extra.append(f"cooling_kw {cooling:g} is less than the IT load it must remove")
     tolerance = float(params.get("tolerance_pct") or 0.0)
     return compare(
         "design.power",
@@ -202,4 +214,31 @@ def grade_power(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         extra_fails=extra,
         tolerance_pct={k: tolerance for k in ("rack_kw", "total_it_kw", "cooling_kw", "facility_kw")},
         parts=parts,
+        follows=follows,
     )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def carried(got: dict[str, Any], plan: PowerPlan) -> dict[str, tuple[Any, str]]:
+    """What each answer computed from another answer would be from the candidate's own value of it (the
+    carried-error rule): key -> (value, the key it is computed from). Only where the candidate's value differs
+    from the computed one (otherwise the rule gives the computed value itself) and can be computed from."""
+    out: dict[str, tuple[Any, str]] = {}
+    it = _number(got.get("total_it_kw"))
+    if it is not None and it > 0 and abs(it - plan.total_it_kw) > 1e-9:
+        out["cooling_kw"] = (it, "total_it_kw")
+        if plan.facility_kw is not None:
+            out["facility_kw"] = (round(it * plan.facility_kw / plan.total_it_kw, 3), "total_it_kw")
+    per_rack = got.get("nodes_per_rack")
+    if (
+        isinstance(per_rack, int)
+        and not isinstance(per_rack, bool)
+        and per_rack >= 1
+        and per_rack != plan.nodes_per_rack
+    ):
+        out["compute_racks"] = (math.ceil(plan.nodes / per_rack), "nodes_per_rack")
+        out["rack_kw"] = (round(per_rack * plan.node_kw, 3), "nodes_per_rack")
+    return out

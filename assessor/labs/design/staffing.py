@@ -1,4 +1,4 @@
-"""A staffing plan for a GPU cluster, graded against the curriculum's team profiles and salary bands.
+"""A staffing plan for a GPU cluster, graded against the team profiles and salary bands of reports/teams.yaml.
 
 The profiles and bands are the teams of ``reports/teams.yaml`` (cluster size -> roles at levels -> yearly
 cost), the ones the cohort report measures a cohort against, and the salary bands by level kept there.
@@ -133,9 +133,11 @@ def validate(located: Located) -> None:
     section=SECTION,
     params=(Param("gpus", "int", None, "GPUs in the cluster the team runs (required)"), parts_param(PARTS)),
     doc=(
-        "Grades a staffing plan against CURRICULUM.md's team profiles: the size band for the cluster's GPU "
+        'Grades a staffing plan against the team profiles of reports/teams.yaml (docs/LEVELS.md, "Team '
+        "profiles\"): the size band for the cluster's GPU "
         "count, every role of that profile covered by enough people at or above its level, every salary in "
-        "its level's band, the yearly cost equal to the sum of the rows and within the profile's cost band."
+        "its level's band, the yearly cost equal to the sum of the rows and within the profile's cost band. A "
+        "part graded on its own (parts) passes with words about that part only."
     ),
     answer_format=ANSWER_FORMAT,
     validate=validate,
@@ -185,12 +187,8 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         if not low <= total <= high:
             fails.append(f"the team's rows add up to a yearly cost outside the {profile.size} band {low}-{high}k")
             hints.append("trade levels and salaries within the bands until the total fits")
-    observed = {"size": size, "covered": covered, "yearly_cost_k": total}
-    expected = {
-        "size": profile.size,
-        "roles": [n.describe() for n in profile.roles],
-        "yearly_cost_k": f"{low}-{high}",
-    }
+    people = sum(count for _, count, _, _ in rows)
+    observed, expected = _shown(parts, size, covered, rows, stated, profile)
     if fails:
         return Result(
             "design.staffing",
@@ -202,11 +200,43 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
             expected=expected,
             hint="; ".join(hints) or None,
         )
-    people = sum(count for _, count, _, _ in rows)
-    return Result(
-        "design.staffing",
-        "pass",
-        f"{profile.size} team of {people} covers every role; {total:g}k a year within {low}-{high}k",
-        observed=observed,
-        expected=expected,
-    )
+    if set(parts) == set(PARTS):
+        message = f"{profile.size} team of {people} covers every role; {total:g}k a year within {low}-{high}k"
+    else:
+        # a part's pass says only what it graded: never a figure another part grades (the cost, when only the
+        # salaries are graded, is not "within" anything it was not checked against)
+        said = {
+            "size": f"size {size} is right for {params['gpus']} GPUs",
+            "roles": f"every role the cluster needs is covered ({people} people)",
+            "salaries": "every salary lies in its level's band",
+            "cost": f"the yearly cost {total:g}k is the sum of the rows and within {low}-{high}k",
+        }
+        message = "; ".join(said[p] for p in PARTS if p in parts)
+    return Result("design.staffing", "pass", message, observed=observed, expected=expected)
+
+
+def _shown(
+    parts: list[str],
+    size: str,
+    covered: dict[str, int],
+    rows: list[tuple[str, int, int, float]],
+    stated: float,
+    profile: TeamProfile,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the graded parts observed in the answer and expected of it (only those parts: a part's result gives
+    no other part away)."""
+    observed: dict[str, Any] = {}
+    expected: dict[str, Any] = {}
+    if "size" in parts:
+        observed["size"] = size
+        expected["size"] = profile.size
+    if "roles" in parts:
+        observed["roles covered"] = covered
+        expected["roles"] = [n.describe() for n in profile.roles]
+    if "salaries" in parts:
+        observed["salaries"] = [f"{role} L{level} {salary:g}k" for role, _c, level, salary in rows]
+        expected["salary bands"] = [f"L{lv} {a}-{b}k" for lv, (a, b) in SALARY_BANDS_K.items()]
+    if "cost" in parts:
+        observed["yearly cost"] = f"{stated:g}k"
+        expected["yearly cost"] = f"the sum of the rows, within {profile.cost_k[0]}-{profile.cost_k[1]}k"
+    return observed, expected
