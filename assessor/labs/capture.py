@@ -90,7 +90,10 @@ def capture_facts(
         target.env = {**target.env, "NCCL_DEBUG": "INFO"}
         gpus = len(target.session().read().gpus)
     if "nccl" in wanted and gpus is None:
-        # other targets: learn the GPU count from a first capture, then run the test over every GPU
+        # other targets: learn the GPU count (`nvidia-smi -L` where the target runs a line, else a first
+        # capture), then run the test over every GPU
+        gpus = _listed_gpus(target, timeout)
+    if "nccl" in wanted and gpus is None:
         first = facts_from_snapshot(target.snapshot(timeout=timeout, active=tuple(active)))
         gpus = len(first.gpus or ()) or 8
     if "nccl" in wanted:
@@ -209,3 +212,17 @@ def start_record(
 
     facts = capture_facts(lab, spec, timeout=timeout, options=options, inventory=inventory)
     return identity(facts, spec, inventory), grading.baseline(lab, grading.facts_evaluator(facts))
+
+
+def _listed_gpus(target: Any, timeout: float) -> int | None:
+    """How many GPUs ``nvidia-smi -L`` lists on the node; None when the target cannot run a line or the tool
+    did not answer with a list."""
+    run_line = getattr(target, "run_line", None)
+    if run_line is None:
+        return None
+    try:
+        code, out = run_line("nvidia-smi -L", timeout=min(timeout, 60))
+    except Exception:  # the capture that follows reports the host's trouble properly
+        return None
+    count = sum(1 for line in out.splitlines() if line.startswith("GPU ") and ": " in line)
+    return count if code == 0 and count else None

@@ -56,6 +56,10 @@ class SshTarget:
     def open(cls, spec: str) -> SshTarget:
         return cls(spec, parse_spec(spec))
 
+    def run_line(self, line: str, *, timeout: float) -> tuple[int, str]:
+        """One command line on the node (already quoted for its shell): its exit status and stdout."""
+        return run_command(self.params, line, timeout=timeout)
+
     def snapshot(self, *, timeout: float, active: tuple[str, ...] = ()) -> Snapshot:
         import time
 
