@@ -339,17 +339,49 @@ def _row_remap_applied(state: NodeState, gpu: Any = None) -> None:
         g.remapped_rows.pending = False  # a GPU reset activates the spare row
 
 
-def _ecc_uncorrectable(state: NodeState, gpu: Any = None, count: Any = 2) -> None:
+def _ecc_uncorrectable(state: NodeState, gpu: Any = None, count: Any = 2, pid: Any = None) -> None:
     g = _gpu(state, gpu)
     if g.ecc_mode_current is None:
         raise InputError(f"GPU {g.index} ({g.name}) has no ECC")
     n = _int(count, "count")
     g.ecc.volatile_uncorrected += n
     g.ecc.aggregate_uncorrected += n
+    if pid is not None:
+        _error_in_job(state, g, _int(pid, "pid"))
 
 
-def _ecc_reset(state: NodeState, gpu: Any = None, count: Any = 2) -> None:
-    _gpu(state, gpu).ecc.volatile_uncorrected = 0  # volatile counters clear on a GPU reset
+def _error_in_job(state: NodeState, g: GpuState, pid: int) -> None:
+    """What the driver logs when a job's read hits an uncorrectable HBM error, everywhere at once: the DBE
+    (Xid 48), from Ampere on the row marked for remapping, pending until a GPU reset (Xid 63, the remapper's
+    pending flag), and the error contained to the job that consumed it (Xid 94 in the format of the open GPU
+    kernel modules' ``_gpuGenerateErrorLog``, ``Contained: SM (0x1). RST: No, D-RST: No``: the SM consumed the
+    poisoned data, other work on the GPU goes on). NVIDIA's GPU memory error management guide: the pending
+    remap takes effect at the next reset, and every GPU process ends before it."""
+    lines = [
+        _xid(
+            g,
+            48,
+            "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 3, "
+            "subpartition 1.",
+            pid=str(pid),
+            name="python3",
+        )
+    ]
+    if g.remapped_rows is not None:
+        g.remapped_rows.uncorrectable += 1
+        g.remapped_rows.pending = True
+        lines.append(
+            _xid(g, 63, "Row Remapper: New row (0x0000000000ec51d0) marked for remapping, reset gpu to activate.")
+        )
+    lines.append(_xid(g, 94, "Contained: SM (0x1). RST: No, D-RST: No", pid=str(pid), name="python3"))
+    append_kernel_log(state, lines)
+
+
+def _ecc_reset(state: NodeState, gpu: Any = None, count: Any = 2, pid: Any = None) -> None:
+    g = _gpu(state, gpu)
+    g.ecc.volatile_uncorrected = 0  # volatile counters clear on a GPU reset
+    if pid is not None and g.remapped_rows is not None:
+        g.remapped_rows.pending = False  # and the reset activates the row the error marked
 
 
 _GT_PER_LANE = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -739,7 +771,8 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "ecc-uncorrectable",
-            "volatile uncorrectable ECC errors on a GPU (options gpu, count)",
+            "volatile uncorrectable ECC errors on a GPU (options gpu, count; pid: a job hit it, logged as Xid 48, "
+            "63 with a row marked for remapping, and 94 contained to that job)",
             "gpu.ecc_errors",
             _ecc_uncorrectable,
             _ecc_reset,

@@ -13,9 +13,9 @@ What the real node shows (public captures; the wording is reproduced in :mod:`.t
 - Not the fabric manager: the nvidia-smi man page (``-r``) says that on Ampere NVSwitch systems the fabric
   manager is required to facilitate a reset (with it running each GPU can be reset individually) and that
   from Hopper on the reset no longer depends on it; a reset GPU registers with the fabric again, which
-  :func:`.tools.nvidia_smi.gpu_reset` leaves "In Progress" while the fabric manager is down. (Not modelled:
-  with the fabric manager stopped an Ampere NVSwitch GPU may only be reset together with all its NVLink
-  peers; docs/FIDELITY.md, row 13.)
+  :func:`.tools.nvidia_smi.gpu_reset` leaves "In Progress" while the fabric manager is down. With it
+  stopped an Ampere NVSwitch GPU resets only together with all its NVLink peers
+  (:func:`.tools.nvidia_smi.nvlink_peers_left_out`).
 - ``nvidia_drm`` loaded: NVIDIA/mig-parted#181 ("Toggling MIG mode fails when nvidia_drm module is
   loaded"; the workaround is ``rmmod nvidia_drm``).
 

@@ -62,63 +62,91 @@ _GI_LAYOUT: dict[int, tuple[tuple[int, ...], int, int]] = {
     0: ((0,), 8, 1),  # 7g: the whole GPU
 }
 
-# Per-model GI profile numbers as `nvidia-smi mig -lgip` prints them. Names and hardware units: NVIDIA MIG
-# User Guide, "Supported MIG Profiles" (tables "GPU Instance Profiles on A100 / H100 / H200").
+# Per-model GI profiles as `nvidia-smi mig -lgip` prints them. Names and hardware units: NVIDIA MIG User
+# Guide, "Supported MIG Profiles" (tables "GPU Instance Profiles on A100 / H100 / H200 / B200"). Every 7-slice
+# model has the same seven profiles (ids 19, 20, 15, 14, 9, 5, 0); a family shares their hardware units and a
+# model adds its memory: the size label and the GiB -lgip prints for GIs of 1, 2, 4 and 8 memory slots.
 # Row: (profile id, name, memory GiB, SM, DEC, ENC, CE, JPEG, OFA) - the -lgip columns in print order.
 # gi_id_order: which GI numbering the model's captures show (see the module docstring).
+
+# Compute slices of each 7-slice GI profile, in -lgip order ("+me" on 20: the single media extension).
+_SEVEN_SLICE_PROFILES = ((19, 1), (20, 1), (15, 1), (14, 2), (9, 3), (5, 4), (0, 7))
+
+# (SM, DEC, ENC, CE, JPEG, OFA) by GI profile id, per GPU family.
+_A100_UNITS = {
+    19: (14, 0, 0, 1, 0, 0),
+    20: (14, 1, 0, 1, 1, 1),
+    15: (14, 1, 0, 1, 0, 0),  # guide table (1 NVDEC); not in the R510 -lgip capture
+    14: (28, 1, 0, 2, 0, 0),
+    9: (42, 2, 0, 3, 0, 0),
+    5: (56, 2, 0, 4, 0, 0),
+    0: (98, 5, 0, 7, 1, 1),
+}
+_HOPPER_UNITS = {
+    19: (16, 1, 0, 1, 1, 0),
+    20: (16, 1, 0, 1, 1, 1),
+    15: (26, 1, 0, 1, 1, 0),
+    14: (32, 2, 0, 2, 2, 0),
+    9: (60, 3, 0, 3, 3, 0),
+    5: (64, 4, 0, 4, 4, 0),
+    0: (132, 7, 0, 8, 7, 1),
+}
+# B200: 1g to 2g from the -lgip capture (SM 18, 18, 30, 36; CE 2, 2, 2, 4; DEC and JPEG one per slice). 3g, 4g,
+# 7g: copy engines from the guide's B200 table (6, 8, 16); SMs estimated (4g: 4 x 18; 3g: 4g less two TPCs;
+# 7g: all 148 SMs of a B200) and DEC/JPEG one per slice as in the captured rows. The guide prints 3 copy
+# engines for 2g.45gb where the capture shows 4: the capture is kept.
+_B200_UNITS = {
+    19: (18, 1, 0, 2, 1, 0),
+    20: (18, 1, 0, 2, 1, 1),
+    15: (30, 1, 0, 2, 1, 0),
+    14: (36, 2, 0, 4, 2, 0),
+    9: (66, 3, 0, 6, 3, 0),
+    5: (72, 4, 0, 8, 4, 0),
+    0: (148, 7, 0, 16, 7, 1),
+}
+
+
+def _seven_slices(
+    units: dict[int, tuple[int, int, int, int, int, int]], memory: dict[int, tuple[str, float]]
+) -> list[tuple[Any, ...]]:
+    """The -lgip rows of a 7-slice model: ``memory`` maps memory slots (1, 2, 4, 8) to (size label, GiB)."""
+    rows: list[tuple[Any, ...]] = []
+    for pid, slices in _SEVEN_SLICE_PROFILES:
+        label, gib = memory[_GI_LAYOUT[pid][1]]
+        name = f"{slices}g.{label}" + ("+me" if pid == 20 else "")
+        rows.append((pid, name, gib, *units[pid]))
+    return rows
+
+
 _MODELS: dict[str, dict[str, Any]] = {
     "A100-SXM4-40GB": {
         # -lgip of an A100-PCIE-40GB on R510 (same GA100 40GB profiles). 1g.10gb (15) is not in that
-        # capture: memory as 2g.10gb, units from the guide table (1 NVDEC).
+        # capture: memory as 2g.10gb, units from the guide table.
         "gi_id_order": "low-first",  # the guide's -cgi examples and an R460 capture
-        "profiles": [
-            (19, "1g.5gb", 4.75, 14, 0, 0, 1, 0, 0),
-            (20, "1g.5gb+me", 4.75, 14, 1, 0, 1, 1, 1),
-            (15, "1g.10gb", 9.75, 14, 1, 0, 1, 0, 0),
-            (14, "2g.10gb", 9.75, 28, 1, 0, 2, 0, 0),
-            (9, "3g.20gb", 19.62, 42, 2, 0, 3, 0, 0),
-            (5, "4g.20gb", 19.62, 56, 2, 0, 4, 0, 0),
-            (0, "7g.40gb", 39.50, 98, 5, 0, 7, 1, 1),
-        ],
+        "profiles": _seven_slices(
+            _A100_UNITS, {1: ("5gb", 4.75), 2: ("10gb", 9.75), 4: ("20gb", 19.62), 8: ("40gb", 39.50)}
+        ),
     },
     "A100-SXM4-80GB": {
         # -lgip of an A100-SXM4-80GB on R550 (driver 550.54.14).
         "gi_id_order": "high-first",  # same capture: -cgi 2g.20gb,2g.20gb,1g.10gb gave GIs 3, 5, 9
-        "profiles": [
-            (19, "1g.10gb", 9.50, 14, 0, 0, 1, 0, 0),
-            (20, "1g.10gb+me", 9.50, 14, 1, 0, 1, 1, 1),
-            (15, "1g.20gb", 19.50, 14, 1, 0, 1, 0, 0),
-            (14, "2g.20gb", 19.50, 28, 1, 0, 2, 0, 0),
-            (9, "3g.40gb", 39.25, 42, 2, 0, 3, 0, 0),
-            (5, "4g.40gb", 39.25, 56, 2, 0, 4, 0, 0),
-            (0, "7g.80gb", 78.75, 98, 5, 0, 7, 1, 1),
-        ],
+        "profiles": _seven_slices(
+            _A100_UNITS, {1: ("10gb", 9.50), 2: ("20gb", 19.50), 4: ("40gb", 39.25), 8: ("80gb", 78.75)}
+        ),
     },
     "H100 80GB HBM3": {
         # -lgip of an H100 80GB HBM3 (H100 SXM).
         "gi_id_order": "low-first",  # same capture: -cgi 19 x7 gave GIs 13, 11, 12, 7, 8, 9, 10
-        "profiles": [
-            (19, "1g.10gb", 9.75, 16, 1, 0, 1, 1, 0),
-            (20, "1g.10gb+me", 9.75, 16, 1, 0, 1, 1, 1),
-            (15, "1g.20gb", 19.62, 26, 1, 0, 1, 1, 0),
-            (14, "2g.20gb", 19.62, 32, 2, 0, 2, 2, 0),
-            (9, "3g.40gb", 39.50, 60, 3, 0, 3, 3, 0),
-            (5, "4g.40gb", 39.50, 64, 4, 0, 4, 4, 0),
-            (0, "7g.80gb", 79.25, 132, 7, 0, 8, 7, 1),
-        ],
+        "profiles": _seven_slices(
+            _HOPPER_UNITS, {1: ("10gb", 9.75), 2: ("20gb", 19.62), 4: ("40gb", 39.50), 8: ("80gb", 79.25)}
+        ),
     },
     "H100 NVL": {
         # corpus/nvml/mig_lgip_H100_NVL_94GB.txt (driver 560).
         "gi_id_order": "high-first",  # corpus/nvml/nvidia_smi_mig_devices_H100_NVL.txt: -cgi 9,15,19 -> GIs 1, 5, 13
-        "profiles": [
-            (19, "1g.12gb", 10.75, 16, 1, 0, 1, 1, 0),
-            (20, "1g.12gb+me", 10.75, 16, 1, 0, 1, 1, 1),
-            (15, "1g.24gb", 21.62, 26, 1, 0, 1, 1, 0),
-            (14, "2g.24gb", 21.62, 32, 2, 0, 2, 2, 0),
-            (9, "3g.47gb", 46.38, 60, 3, 0, 3, 3, 0),
-            (5, "4g.47gb", 46.38, 64, 4, 0, 4, 4, 0),
-            (0, "7g.94gb", 93.12, 132, 7, 0, 8, 7, 1),
-        ],
+        "profiles": _seven_slices(
+            _HOPPER_UNITS, {1: ("12gb", 10.75), 2: ("24gb", 21.62), 4: ("47gb", 46.38), 8: ("94gb", 93.12)}
+        ),
     },
     "H200": {
         # NVIDIA/mig-parted#120: -lgip of an HGX H200 (device id 0x233510DE);
@@ -126,34 +154,23 @@ _MODELS: dict[str, dict[str, Any]] = {
         # Memory as captured: 16.00, 32.25, 69.50 and 139.75 GiB. The 2g.35gb row is not in the excerpt; it has
         # 1g.35gb's two memory slots, so its memory is that row's (as on every other model).
         "gi_id_order": "high-first",  # no H200 -cgi capture; the numbering R510+ drivers mostly show
-        "profiles": [
-            (19, "1g.18gb", 16.00, 16, 1, 0, 1, 1, 0),
-            (20, "1g.18gb+me", 16.00, 16, 1, 0, 1, 1, 1),
-            (15, "1g.35gb", 32.25, 26, 1, 0, 1, 1, 0),
-            (14, "2g.35gb", 32.25, 32, 2, 0, 2, 2, 0),
-            (9, "3g.71gb", 69.50, 60, 3, 0, 3, 3, 0),
-            (5, "4g.71gb", 69.50, 64, 4, 0, 4, 4, 0),
-            (0, "7g.141gb", 139.75, 132, 7, 0, 8, 7, 1),
-        ],
+        "profiles": _seven_slices(
+            _HOPPER_UNITS, {1: ("18gb", 16.00), 2: ("35gb", 32.25), 4: ("71gb", 69.50), 8: ("141gb", 139.75)}
+        ),
     },
     "B200": {
         # NVIDIA MIG User Guide, "Supported MIG Profiles", table "GPU Instance Profiles on B200": 1g.23gb x7,
-        # 1g.23gb+me x1, 1g.45gb x4, 2g.45gb x3, 3g.90gb x2, 4g.90gb x1, 7g.180gb x1 (copy engines 2, 2, 2, ., 6,
-        # 8, 16). -lgip of a B200 in NVIDIA/gpu-operator#1242 and NVIDIA/mig-parted#166, excerpt in
-        # corpus nvml/lgip_B200_excerpt_cut_after_2g.txt: IDs 19, 20, 15, 14, memory 22.00 and 44.25 GiB, SM 18,
-        # 18, 30, 36, CE 2, 2, 2, 4. The indexed capture stops after 2g.45gb: the 3g/4g/7g rows keep the guide's
-        # names, counts and copy engines; their memory (2g's doubled, the whole GPU less the driver's share, as on
-        # H100), SMs (4g: 4 x 18; 3g: 4g less two TPCs; 7g: all 148) and engines are estimates.
+        # 1g.23gb+me x1, 1g.45gb x4, 2g.45gb x3, 3g.90gb x2, 4g.90gb x1, 7g.180gb x1 (memory 1/8, 2/8, 4/8 and
+        # the whole GPU). -lgip of a B200 in NVIDIA/gpu-operator#1242 and NVIDIA/mig-parted#166, excerpt in
+        # corpus nvml/lgip_B200_excerpt_cut_after_2g.txt: IDs 19, 20, 15, 14, memory 22.00 and 44.25 GiB (a
+        # later driver prints 20.50 for the 1g, gpu-operator#1351). No capture of the 3g, 4g and 7g rows was
+        # found: their memory is an estimate after Hopper's captures, where the whole GPU gets about half a GiB
+        # less than the board (B200: 183359 MiB, 179.06 GiB -> 178.50) and a 4-slot GI a little under half
+        # of that (88.75).
         "gi_id_order": "low-first",  # NVIDIA/gpu-operator#2155: 3x 2g.45gb + 1g.23gb are GIs 3, 4, 5 and 13
-        "profiles": [
-            (19, "1g.23gb", 22.00, 18, 1, 0, 2, 1, 0),
-            (20, "1g.23gb+me", 22.00, 18, 1, 0, 2, 1, 1),
-            (15, "1g.45gb", 44.25, 30, 1, 0, 2, 1, 0),
-            (14, "2g.45gb", 44.25, 36, 2, 0, 4, 2, 0),
-            (9, "3g.90gb", 88.75, 66, 3, 0, 6, 3, 0),
-            (5, "4g.90gb", 88.75, 72, 4, 0, 8, 4, 0),
-            (0, "7g.180gb", 178.50, 148, 7, 0, 16, 7, 1),
-        ],
+        "profiles": _seven_slices(
+            _B200_UNITS, {1: ("23gb", 22.00), 2: ("45gb", 44.25), 4: ("90gb", 88.75), 8: ("180gb", 178.50)}
+        ),
     },
 }
 
@@ -217,6 +234,10 @@ def _extra_models() -> dict[str, dict[str, Any]]:
             # 2g.12gb+me (profile 6) from R525 (MIG User Guide, A30 table; mig_lgip_A30_535_with_2g12gb_me.txt,
             # 535.183.01, which also prints the whole GPU as 23.44 GiB): the fixture's drivers are all R525+.
             "gi_id_order": "low-first",
+            # An empty A30 puts a 2g.12gb in the upper half (GI 2), where both halves rule out as much:
+            # nvidia_smi_default_A30_535_mig_idle.txt, -cgi 2g.12gb,1g.6gb,1g.6gb gave GIs 2, 3 and 4. Only the
+            # 2g profiles: no capture shows where a lone 1g.6gb goes.
+            "upper_on_tie": (5, 6),
             "profiles": [
                 (14, "1g.6gb", 5.81, 14, 1, 0, 1, 0, 0),
                 (21, "1g.6gb+me", 5.81, 14, 1, 0, 1, 1, 1),
@@ -424,6 +445,11 @@ def profiles_for(gpu_name: str) -> list[GiProfile]:
     return out
 
 
+def _upper_on_tie(gpu_name: str, profile_id: int) -> bool:
+    """Whether the driver puts this profile at the highest of equally good starts (see ``upper_on_tie``)."""
+    return profile_id in _MODELS[_model_key(gpu_name)].get("upper_on_tie", ())
+
+
 def default_gi_id_order(gpu_name: str) -> GiIdOrder:
     """The GI numbering this model's real captures show (see the module docstring)."""
     order: GiIdOrder = _MODELS[_model_key(gpu_name)]["gi_id_order"]
@@ -510,8 +536,13 @@ def _fits(profiles: Sequence[GiProfile], existing: Sequence[Placed], profile: Gi
     return used + profile.slices <= COMPUTE_SLICES
 
 
-def _choose_start(profiles: Sequence[GiProfile], existing: Sequence[Placed], profile: GiProfile) -> int | None:
-    """The driver's auto-placement: the free start that rules out the fewest still-possible placements."""
+def _choose_start(
+    profiles: Sequence[GiProfile], existing: Sequence[Placed], profile: GiProfile, *, upper_on_tie: bool = False
+) -> int | None:
+    """The driver's auto-placement: the free start that rules out the fewest still-possible placements.
+
+    On a tie the lowest start, or the highest where the model's captures show it (``upper_on_tie``).
+    """
     candidates = [s for s in profile.starts if _fits(profiles, existing, profile, s)]
     if not candidates:
         return None
@@ -525,7 +556,7 @@ def _choose_start(profiles: Sequence[GiProfile], existing: Sequence[Placed], pro
             if mine & _slots(s, other.size) and _fits(profiles, existing, other, s)
         )
 
-    return min(candidates, key=lambda s: (ruled_out(s), s))
+    return min(candidates, key=lambda s: (ruled_out(s), -s if upper_on_tie else s))
 
 
 def remaining_capacity(gpu_name: str, existing: Sequence[Placed], profile_id: int) -> int:
@@ -628,7 +659,7 @@ def create_gpu_instances(
             if start is not None and start not in profile.starts:
                 raise MigError(INVALID_ARGUMENT)
             if start is None:
-                start = _choose_start(profiles, placed, profile)
+                start = _choose_start(profiles, placed, profile, upper_on_tie=_upper_on_tie(gpu_name, profile.id))
             if start is None or not _fits(profiles, placed, profile, start):
                 raise MigError(INSUFFICIENT_RESOURCES)
         except MigError as err:

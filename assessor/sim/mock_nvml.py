@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 
 import pynvml
 
-from assessor.sim import mig
+from assessor.sim import gpu_memory, mig
 from assessor.sim.state import (
     THROTTLE_REASON_BITS,
     ComputeInstanceState,
@@ -491,12 +491,13 @@ class MockNvml:
         mib = 1024 * 1024
         total = gpu.memory_total_mib * mib
         reserved = gpu.memory_reserved_mib * mib
-        allocated = gpu.memory_used_mib * mib
+        allocated = gpu_memory.used_mib(gpu) * mib
         gi = self._mig_instance(handle)
-        if gi is not None:  # a MIG device: its GPU instance's memory (the MIG devices table of nvidia-smi)
+        if gi is not None:  # a MIG device: its GPU instance's memory, as the MIG devices box of nvidia-smi
             profile = self._gi_profiles(gpu).get(gi.profile_id)
-            total = round(profile.memory_gib * 1024) * mib if profile else 0
-            reserved = allocated = 0
+            total = gpu_memory.mig_device_total_mib(gpu, profile) * mib if profile else 0
+            reserved = 0
+            allocated = gpu_memory.mig_device_used_mib(gpu, gi) * mib
         free = max(total - reserved - allocated, 0)
         if version:
             info = pynvml.c_nvmlMemory_v2_t()

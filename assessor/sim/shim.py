@@ -21,6 +21,7 @@ FAILURE_CODES = {
     "dcgmi": 255,  # "Error: unable to establish a connection to the specified host: localhost"
     "ibstat": 255,  # ibpanic()
     "ibv_devinfo": 255,
+    "perfquery": 255,  # ibexit(): exit(-1)
     "ib_write_bw": 1,
     "ib_read_bw": 1,
     "ib_send_bw": 1,

@@ -76,15 +76,15 @@ def test_each_check_is_described_with_a_part_label_where_the_lab_uses_it_twice()
 
 def test_a_real_node_note_applies_at_the_step_it_concerns_on_its_machines() -> None:
     notes = debrief.default_notes()
-    a100 = find_lab("health-401")  # a dgx-a100 lab: a single-GPU reset on an NVSwitch A100
-    assert a100.fixture == "dgx-a100"
-    found = debrief.real_node_notes(a100, ["modprobe -r nvidia_drm", "nvidia-smi -r -i 2"], (), notes)
-    assert any(r.at == "nvidia-smi -r -i 2" and r.whose == "reference" and "row 13" in r.source for r in found)
-    h100 = find_lab("health-402")  # the same step on an HGX H100: no such departure
+    h100 = find_lab("health-402")  # an HGX H100 lab: MIG mode after a reboot differs on Hopper
     assert h100.fixture == "hgx-h100"
-    assert not any("row 13" in r.source for r in debrief.real_node_notes(h100, ["nvidia-smi -r -i 2"], (), notes))
-    theirs = debrief.real_node_notes(h100, (), ("perfquery -x", "ip a"), notes)
-    assert [r.at for r in theirs] == ["perfquery -x", "ip a"] and all(r.whose == "yours" for r in theirs)
+    found = debrief.real_node_notes(h100, ["nvidia-smi -r -i 2", "reboot"], (), notes)
+    assert any(r.at == "reboot" and r.whose == "reference" and "row 14" in r.source for r in found)
+    a100 = find_lab("health-401")  # the same step on a DGX A100 (Ampere): no such departure
+    assert a100.fixture == "dgx-a100"
+    assert not any("row 14" in r.source for r in debrief.real_node_notes(a100, ["reboot"], (), notes))
+    theirs = debrief.real_node_notes(h100, (), ("iblinkinfo", "ip a"), notes)
+    assert [r.at for r in theirs] == ["iblinkinfo", "ip a"] and all(r.whose == "yours" for r in theirs)
 
 
 def test_lab_debrief_opens_after_a_pass_and_a_passing_grade_prints_its_short_form(

@@ -98,3 +98,18 @@ def test_nvidia_smi_q_shows_the_gb200_nvlink_domain() -> None:
     assert re.search(r"^ {8}State +: Completed$", out, re.M)
     assert re.search(r"^ {8}CliqueId +: 2$", out, re.M)
     assert re.search(rf"^ {{8}}ClusterUUID +: {state.gpus[0].fabric_cluster_uuid}$", out, re.M)
+
+
+def test_b200_copy_engines_are_the_guides_where_no_capture_says_otherwise() -> None:
+    # MIG User Guide, B200 table, copy engines: 2, 2, 2, 3, 6, 8, 16. The -lgip capture shows 4 for 2g.45gb
+    # (corpus nvml/lgip_B200_excerpt_cut_after_2g.txt): the capture is kept for that row.
+    ce = {p.name: p.ce for p in mig.profiles_for(B200)}
+    assert ce == {
+        "1g.23gb": 2,
+        "1g.23gb+me": 2,
+        "1g.45gb": 2,
+        "2g.45gb": 4,
+        "3g.90gb": 6,
+        "4g.90gb": 8,
+        "7g.180gb": 16,
+    }

@@ -204,3 +204,128 @@ def test_perftest_latency_tools_have_the_layout_of_the_capture(program: str, tit
     assert typical == sorted(typical)  # latency grows with the message size
     if program == "ib_read_lat":
         assert typical[0] > float(run(state, "ib_write_lat", "peer").stdout.split("\n")[-3].split()[4])
+
+
+# ---------------------------------------------------------------- nv-fabricmanager -v
+
+
+def test_nv_fabricmanager_v_prints_the_version_line_of_the_capture() -> None:
+    (line,) = [x.strip() for x in read_corpus("fabricmanager/04_nv_fabricmanager_version_450.txt").splitlines()[1:]]
+    assert re.fullmatch(r"Fabric Manager version is : \d+\.\d+\.\d+", line)
+    state = load_fixture("dgx-a100")
+    for flag in ("-v", "--version"):
+        out = run(state, "nv-fabricmanager", flag)
+        assert (out.exit_code, out.stdout) == (0, f"Fabric Manager version is : {state.driver.version}\n")
+    assert run(state, "nv-fabricmanager", "-c", "/usr/share/nvidia/nvswitch/fabricmanager.cfg").exit_code == 1
+    # a PCIe node has no fabric manager package, so no binary
+    assert run(load_fixture("pcie-l40s"), "nv-fabricmanager", "-v").exit_code == 127
+
+
+# ---------------------------------------------------------------- perfquery
+
+
+def _counter_keys(text: str) -> list[str]:
+    return [line.split(":", 1)[0] for line in text.splitlines() if re.match(r"^[A-Za-z0-9]+:\.+", line)]
+
+
+def _header_shape(line: str) -> str:
+    return re.sub(r"0x[0-9A-Fa-f]+", "0xH", re.sub(r"\d+", "N", line))
+
+
+@pytest.mark.parametrize(
+    ("capture", "flags"),
+    [
+        ("perfquery/01_perfquery_x_lid10_port1_rhel75.txt", ["-x"]),
+        ("perfquery/02_perfquery_C_mlx5_0_hdr_a100_node.txt", []),
+    ],
+    ids=["extended", "basic"],
+)
+def test_perfquery_has_the_fields_of_the_capture_in_order(capture: str, flags: list[str]) -> None:
+    real = read_corpus(capture).splitlines()[1:]
+    out = run(load_fixture("dgx-a100"), "perfquery", *flags)
+    assert out.exit_code == 0, out.stdout
+    ours = out.stdout.splitlines()
+    assert _header_shape(ours[0]) == _header_shape(real[0])
+    assert ours[0].endswith(real[0][real[0].index("(CapMask") :])  # the same capability masks
+    assert _counter_keys(out.stdout) == _counter_keys("\n".join(real))
+    # every value starts at column 33, as libibmad pads the names with dots
+    assert {
+        line.index(":") + len(line.split(":", 1)[1]) - len(line.split(":", 1)[1].lstrip(".")) for line in ours[1:]
+    } == {32}
+
+
+def test_perfquery_picks_a_port_and_refuses_one_without_a_lid() -> None:
+    state = load_fixture("dgx-a100")
+    hca = next(h for h in state.ib_hcas if any(p.state == "Active" and p.link_layer == "InfiniBand" for p in h.ports))
+    out = run(state, "perfquery", "-C", hca.name, "-P", "1")
+    assert out.stdout.startswith(f"# Port counters: Lid {hca.ports[0].base_lid} port 1 (CapMask: 0x5300)\n")
+    assert run(state, "perfquery").stdout == run(state, "perfquery").stdout  # stable counters
+    hca.ports[0].state, hca.ports[0].physical_state = "Down", "Polling"
+    down = run(state, "perfquery", "-C", hca.name, "-P", "1")
+    assert (down.exit_code, down.stdout) == (255, "perfquery: iberror: failed: classportinfo query\n")
+    assert run(state, "perfquery", "-C", "mlx5_99").exit_code == 255
+
+
+# ---------------------------------------------------------------- dcgmi nvlink, dcgmi topo
+
+
+def test_dcgmi_nvlink_s_on_an_hgx_h100_is_the_capture() -> None:
+    real = read_corpus("dcgmi_nvlink/01_link_status_8xH100_no_nvswitches.txt").splitlines(keepends=True)[1:]
+    out = run(load_fixture("hgx-h100"), "dcgmi", "nvlink", "-s")
+    assert out.exit_code == 0
+    assert out.stdout == "".join(real)
+
+
+def test_dcgmi_nvlink_link_status_with_every_link_down_is_the_capture() -> None:
+    real = read_corpus("dcgmi_nvlink/02_link_status_2gpus_all_down.txt").splitlines(keepends=True)[1:]
+    state = load_fixture("hgx-h100")
+    state.gpus = state.gpus[:2]
+    for gpu in state.gpus:
+        for link in gpu.nvlinks:
+            link.active = False
+    assert run(state, "dcgmi", "nvlink", "--link-status").stdout == "".join(real)
+
+
+def test_dcgmi_nvlink_s_marks_links_an_a100_does_not_have() -> None:
+    out = run(load_fixture("dgx-a100"), "dcgmi", "nvlink", "-s").stdout.splitlines()
+    assert out[5] == "        " + " ".join(["U"] * 12 + ["_"] * 6)  # 12 NVLink 3 links of 18
+
+
+def test_dcgmi_nvlink_e_prints_the_four_counters_of_every_link_in_dcgm_s_tree_box() -> None:
+    # DCGM 4.x dcgmi/Nvlink.cpp (DisplayNvLinkErrorCountsForGpu) and dcgmi/DcgmiOutput.cpp (DcgmiOutputTree 30+50)
+    state = load_fixture("hgx-h100")
+    state.gpu(0).nvlinks[3].errors["replay"] = 7
+    out = run(state, "dcgmi", "nvlink", "-e", "-g", "0").stdout.splitlines()
+    assert out[:4] == [
+        "+" + "-" * 29 + "+" + "-" * 48 + "+",
+        "| NVLINK Error Counts".ljust(79) + "|",
+        "| GPU 0".ljust(79) + "|",
+        "+" + "=" * 29 + "+" + "=" * 48 + "+",
+    ]
+    assert out[4:9] == [
+        f"| {'Link 0':<27} | {'':<46} |",
+        f"| {'-> CRC FLIT Error':<27} | {'0':<46} |",
+        f"| {'-> CRC Data Error':<27} | {'0':<46} |",
+        f"| {'-> Replay Error':<27} | {'0':<46} |",
+        f"| {'-> Recovery Error':<27} | {'0':<46} |",
+    ]
+    assert f"| {'-> Replay Error':<27} | {'7':<46} |" in out[4 + 3 * 5 : 4 + 4 * 5]
+    assert len(out) == 4 + 18 * 5 + 1 and all(len(line) == 80 for line in out)
+    missing = run(state, "dcgmi", "nvlink", "-e", "-g", "9")
+    assert (missing.exit_code, missing.stdout) == (255, "GPU ID 9 is not valid, return: Invalid GPU ID\n")
+
+
+def test_dcgmi_topo_gpuid_gives_affinity_pcie_path_and_nvlinks_as_dcgm_prints_them() -> None:
+    # DCGM 4.x dcgmi/Topo.cpp: HelperGetAffinity ("48 - 63, 176 - 191"), HelperGetPciPath, HelperGetNvLinkPath
+    state = load_fixture("dgx-a100")
+    out = run(state, "dcgmi", "topo", "--gpuid", "0").stdout.splitlines()
+    assert out[1] == "| Topology Information".ljust(99) + "|" and out[2] == "| GPU ID: 0".ljust(99) + "|"
+    cores = state.gpu(0).cpu_affinity or ""
+    assert out[4].startswith("| CPU Core Affinity | " + cores.replace("-", " - ").replace(",", ", "))
+    links = ", ".join(str(i) for i in range(12))
+    assert out[5].startswith("| To GPU 1          | Connected via ")
+    assert out[6] == f"| {'':<17} | {'Connected via twelve NVLINKs (Links: ' + links + ')':<76} |"
+    assert len([line for line in out if line.startswith("| To GPU ")]) == 7
+    group = run(state, "dcgmi", "topo").stdout.splitlines()
+    assert [line.split("|")[1].strip() for line in group[4:7]] == ["CPU Core Affinity", "NUMA Optimal", "Worst Path"]
+    assert group[2].startswith("| DCGM_ALL_SUPPORTED_GPUS")

@@ -57,6 +57,58 @@ def test_an_a100_mig_mode_change_applies_with_the_fabric_manager_running(tmp_pat
     assert session.read().gpu(0).mig_mode_current is True
 
 
+def _drained_without_the_fabric_manager(tmp_path: Path, fixture: str) -> Session:
+    session = on_file(tmp_path, fixture)
+    assert (
+        run_on(session, "systemctl", "stop", "nvidia-persistenced", "nvidia-dcgm", "nvidia-fabricmanager").exit_code
+        == 0
+    )
+    assert run_on(session, "modprobe", "-r", "nvidia_drm").exit_code == 0
+    return session
+
+
+def test_without_the_fabric_manager_a_single_a100_reset_is_refused_naming_its_nvlink_peers(tmp_path: Path) -> None:
+    # nvidia-smi(1), -r: without Fabric Manager "any GPUs with NVLink connections to a GPU being reset must also be
+    # reset in the same command [...] this command will issue an error identifying the additional GPUs".
+    session = _drained_without_the_fabric_manager(tmp_path, "dgx-a100")
+    with session.update() as s:
+        s.gpu(3).ecc.volatile_corrected = 5  # a reset would clear it
+    out = run_on(session, "nvidia-smi", "-r", "-i", "3")
+    assert out.exit_code == 255
+    lines = out.stdout.splitlines()
+    assert lines[:2] == [
+        "The following GPUs could not be reset:",
+        "  GPU 00000000:4E:00.0: Fabric Manager is not running",
+    ]
+    others = [g.bus_id for g in session.read().gpus if g.index != 3]
+    assert lines[-7:] == [f"  GPU {bus}" for bus in others]
+    assert session.read().gpu(3).ecc.volatile_corrected == 5  # nothing was reset
+    half = run_on(session, "nvidia-smi", "-r", "-i", "0,1,2,3")
+    assert half.exit_code == 255 and half.stdout.splitlines()[-4:] == [f"  GPU {bus}" for bus in others[3:]]
+
+
+def test_without_the_fabric_manager_every_a100_resets_in_one_command(tmp_path: Path) -> None:
+    session = _drained_without_the_fabric_manager(tmp_path, "dgx-a100")
+    for argv in (["nvidia-smi", "-r"], ["nvidia-smi", "-r", "-i", "0,1,2,3,4,5,6,7"]):
+        out = run_on(session, *argv)
+        assert out.exit_code == 0, out.stdout
+        assert out.stdout.splitlines()[-1] == "All done."
+        assert sum("was successfully reset." in line for line in out.stdout.splitlines()) == 8
+    # each reset GPU waits for the fabric manager to register it again
+    assert {g.fabric_state for g in session.read().gpus} == {"In Progress"}
+    assert run_on(session, "systemctl", "start", "nvidia-fabricmanager").exit_code == 0
+    assert {g.fabric_state for g in session.read().gpus} == {"Completed"}
+
+
+def test_from_hopper_on_a_single_gpu_resets_without_the_fabric_manager(tmp_path: Path) -> None:
+    # nvidia-smi(1): "On Hopper and later NVSwitch systems, the dependency on Fabric Manager to facilitate reset
+    # is removed."
+    session = _drained_without_the_fabric_manager(tmp_path, "hgx-h100")
+    out = run_on(session, "nvidia-smi", "-r", "-i", "3")
+    assert out.exit_code == 0, out.stdout
+    assert session.read().gpu(3).fabric_state == "In Progress"  # registered again once the fabric manager runs
+
+
 # ---------------------------------------------------------------- row 15: A30 2g.12gb+me from R525
 
 
@@ -152,3 +204,87 @@ def test_a30_mig_devices_have_the_memory_a_real_a30_shows() -> None:
         return sorted(re.findall(row, text, flags=re.M))
 
     assert sizes(box) == sizes(real) == ["11968", "5952", "5952"]
+
+
+# An idle MIG device's first line in the MIG devices box: GPU, GI, CI, MIG dev, used / total.
+_MIG_ROW = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|\s+(\d+)MiB /\s+(\d+)MiB", re.M)
+# The GPU's memory cell in MIG mode (GPU-Util N/A).
+_GPU_MEMORY = re.compile(r"\|\s+(\d+)MiB /\s+(\d+)MiB \|\s+N/A\s")
+
+
+def _mig_memory(table: str) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """(GI, used MiB, total MiB) of each MIG device, and the used MiB of each MIG-mode GPU, of a default table."""
+    devices = [(int(m[1]), int(m[4]), int(m[5])) for m in _MIG_ROW.findall(table)]
+    return sorted(devices), [int(m[0]) for m in _GPU_MEMORY.findall(table)]
+
+
+def _partitioned(fixture: str, profiles: str) -> NodeState:
+    state = load_fixture(fixture)
+    run(state, "nvidia-smi", "-i", "0", "-mig", "1")
+    run(state, "nvidia-smi", "mig", "-i", "0", "-cgi", profiles, "-C")
+    return state
+
+
+def test_idle_mig_devices_of_an_a30_use_the_memory_of_the_capture() -> None:
+    """A30 at 535.183.01: 25 MiB in a 2g.12gb, 12 MiB in each 1g.6gb, 50 MiB on the GPU."""
+    real = _mig_memory(read_corpus("nvml/nvidia_smi_default_A30_535_mig_idle.txt"))
+    ours = _mig_memory(run(_partitioned("a30", "2g.12gb,1g.6gb,1g.6gb"), "nvidia-smi", "-i", "0"))
+    assert real == ([(2, 25, 11968), (3, 12, 5952), (4, 12, 5952)], [50])
+    assert ours == real
+
+
+def test_idle_mig_devices_of_an_h100_nvl_use_the_memory_of_the_capture() -> None:
+    """H100 NVL at 560.35.03 after ``-cgi 9,15,19 -C``: 38 MiB in the 3g.47gb, 13 in each 1g, 64 on the GPU."""
+    real = _mig_memory(read_corpus("nvml/nvidia_smi_mig_devices_H100_NVL.txt"))
+    ours = _mig_memory(run(_partitioned("h100-nvl", "9,15,19"), "nvidia-smi", "-i", "0"))
+    assert real == ([(1, 38, 47488), (5, 13, 22144), (13, 13, 11008)], [64])
+    assert ours == real
+
+
+def test_nvml_reports_the_mig_memory_the_table_prints() -> None:
+    """pynvml's nvmlDeviceGetMemoryInfo on the GPU and on each MIG device, and --query-gpu, agree with the box."""
+    import pynvml
+
+    from assessor.sim.mock_nvml import MockNvml
+
+    state = _partitioned("a30", "2g.12gb,1g.6gb,1g.6gb")
+    devices, (gpu_used,) = _mig_memory(run(state, "nvidia-smi", "-i", "0"))
+    mib = 1024 * 1024
+    nvml = MockNvml(state)
+    nvml.nvmlInit()
+    try:
+        gpu = nvml.nvmlDeviceGetHandleByIndex(0)
+        # v2 (R510+): reserved apart, as nvidia-smi prints it
+        assert nvml.nvmlDeviceGetMemoryInfo(gpu, version=pynvml.nvmlMemory_v2).used // mib == gpu_used == 50
+        seen = []
+        for index in range(nvml.nvmlDeviceGetMaxMigDeviceCount(gpu)):
+            try:
+                handle = nvml.nvmlDeviceGetMigDeviceHandleByIndex(gpu, index)
+            except pynvml.NVMLError_NotFound:
+                continue
+            info = nvml.nvmlDeviceGetMemoryInfo(handle, version=pynvml.nvmlMemory_v2)
+            assert nvml.nvmlDeviceGetMemoryInfo(handle).used == info.used  # nothing reserved on a MIG device
+            seen.append((nvml.nvmlDeviceGetGpuInstanceId(handle), info.used // mib, info.total // mib))
+    finally:
+        nvml.nvmlShutdown()
+    assert sorted(seen) == devices
+    used = run(state, "nvidia-smi", "-i", "0", "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+    assert used.strip() == "50"
+
+
+def test_a_job_on_a_mig_device_adds_to_its_idle_memory() -> None:
+    from assessor.sim.state import GpuProcess
+
+    state = _partitioned("a30", "2g.12gb,1g.6gb,1g.6gb")
+    gpu = state.gpu(0)
+    gpu.processes.append(GpuProcess(pid=4242, name="python3", used_memory_mib=1000, gi_id=3, ci_id=0))
+    gpu.memory_used_mib += 1000
+    devices, gpus = _mig_memory(run(state, "nvidia-smi", "-i", "0"))
+    assert devices == [(2, 25, 11968), (3, 1012, 5952), (4, 12, 5952)]
+    assert gpus == [1050]
+
+
+def test_mig_mode_without_instances_adds_nothing() -> None:
+    state = load_fixture("a30")
+    run(state, "nvidia-smi", "-i", "0", "-mig", "1")
+    assert _mig_memory(run(state, "nvidia-smi", "-i", "0")) == ([], [state.gpu(0).memory_used_mib])

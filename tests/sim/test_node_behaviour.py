@@ -31,8 +31,9 @@ IN_USE = [
     "nvidia-smi). Please first kill all processes using this device and all compute applications running in "
     "the system.",
 ]
+# What holds the GPUs; not the fabric manager, which a single-GPU reset of an A100 on NVSwitch needs running.
 DRAIN = [
-    ["systemctl", "stop", "nvidia-dcgm", "nvidia-persistenced", "nvidia-fabricmanager"],
+    ["systemctl", "stop", "nvidia-dcgm", "nvidia-persistenced"],
     ["modprobe", "-r", "nvidia_drm"],
 ]
 
@@ -431,7 +432,7 @@ def test_a_busy_reset_of_four_gpus_reads_like_mig_parted_181(tmp_path: Path) -> 
     sample = read_corpus("gpu_reset/01_reset_in_use_4_gpus_nvidia_drm_loaded.txt").splitlines()
     real = sample[sample.index("The following GPUs could not be reset:") : -1]
     session = node(tmp_path)  # nvidia_drm is loaded on the DGX A100 node, as in the issue
-    run(session, "systemctl", "stop", "nvidia-dcgm", "nvidia-persistenced", "nvidia-fabricmanager")
+    run(session, "systemctl", "stop", "nvidia-dcgm", "nvidia-persistenced")
     out = run(session, "nvidia-smi", "-i", "0,1,2,3", "-r")
     assert out.exit_code == 255  # "exit status 255" in the capture
     ours = out.stdout.splitlines()

@@ -165,6 +165,10 @@ def test_the_tools_sit_at_their_real_paths(h100: NodeShell) -> None:
     ]
     assert "Kernel Module" in h100.out("cat /proc/driver/nvidia/version")
     assert "GPU 0: NVIDIA H100" in h100.out("nvidia-smi -L")
+    # the fabric manager's binary typed by hand answers -v; perfquery (infiniband-diags) is there too
+    assert h100.out("nv-fabricmanager -v").startswith("Fabric Manager version is : ")
+    assert h100.out("command -v perfquery").strip() == "/usr/sbin/perfquery"
+    assert h100.out("perfquery -x").startswith("# Port extended counters: Lid ")
 
 
 def test_the_grader_s_record_is_out_of_reach_inside(h100: NodeShell) -> None:

@@ -34,11 +34,12 @@ _NOT_SIMULATED = {
     "mlxlink",  # Mellanox firmware tools: cable and eye diagnostics
     "ibdiagnet",  # fabric-wide diagnostics from a node with a subnet manager view
     "sminfo",
-    "perfquery",
     "ip",
     "nvidia-mig-parted",
     "grep",
     "gpulab",  # gpulab's own CLI, not a node tool
+    "gpulab:",  # gpulab's own messages ("gpulab: no verdict ..."), read as a command by the scan
+    "gpulab:latest",  # the container image the Kubernetes manifests name
     "gpulab-env",
 }
 

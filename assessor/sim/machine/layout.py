@@ -27,6 +27,7 @@ TOOL_PATHS: dict[str, str] = {
     "ibstat": "/usr/sbin/ibstat",
     "ibstatus": "/usr/sbin/ibstatus",
     "ibv_devinfo": "/usr/bin/ibv_devinfo",
+    "perfquery": "/usr/sbin/perfquery",
     "ib_write_bw": "/usr/bin/ib_write_bw",
     "ib_read_bw": "/usr/bin/ib_read_bw",
     "ib_send_bw": "/usr/bin/ib_send_bw",

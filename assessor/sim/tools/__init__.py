@@ -73,6 +73,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "ibstat": ("ib", "ibstat"),
     "ibstatus": ("ib", "ibstatus"),
     "ibv_devinfo": ("ib", "ibv_devinfo"),
+    "perfquery": ("perfquery", "perfquery"),
     "ib_write_bw": ("ib", "ib_write_bw"),
     "ib_read_bw": ("ib", "ib_read_bw"),
     "ib_send_bw": ("ib", "ib_send_bw"),
@@ -94,6 +95,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "shutdown": ("node", "shutdown"),
     "uptime": ("node", "uptime"),
     "dcgmi": ("dcgmi", "main"),
+    "nv-fabricmanager": ("daemons", "nv_fabricmanager"),  # typed by hand: -v (the daemon runs from its unit)
     "all_reduce_perf": ("nccl", "all_reduce_perf"),
     "all_gather_perf": ("nccl", "all_gather_perf"),
     "reduce_scatter_perf": ("nccl", "reduce_scatter_perf"),

@@ -58,7 +58,7 @@ def _boot_modules(state: NodeState, blacklist: set[str]) -> list[ModuleState]:
 def reboot(state: NodeState, root: Path | None = None) -> None:
     """Reboot ``state``'s node in place, reading its configuration files under ``root``."""
     from assessor.sim.fixtures import boot_kernel_log
-    from assessor.sim.tools.nvidia_smi import reset_gpu_state
+    from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state
     from assessor.sim.tools.system import start_unit
 
     clock.reboot(state)
@@ -77,10 +77,7 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
             link.active = True
         if gpu.remapped_rows is not None:
             gpu.remapped_rows.pending = False
-        if gpu.fabric_state is not None and state.nvswitches:
-            # the local fabric manager registers them again; on a GB200 tray the NVLink switch trays'
-            # fabric manager (outside the node) does, and the GPUs come back "Completed"
-            gpu.fabric_state, gpu.fabric_status = "In Progress", None
+        await_fabric_registration(gpu, state)  # until the fabric manager starts below
     log = boot_kernel_log(state)
     if not driver.loaded:
         log = [line for line in log if "nvidia" not in line.lower() and "NVRM" not in line]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from assessor.sim import gpu_memory
 from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
@@ -270,7 +271,8 @@ def _usage(message: str) -> ToolResult:
 
 
 def main(args: list[str], session: Session) -> ToolResult:
-    """``dcgmi diag -r N [-i GPUS]``, ``discovery -l``, ``group -l``, ``dmon``, ``stats``, ``health``, ``-v``."""
+    """``dcgmi diag -r N [-i GPUS]``, ``discovery -l``, ``group -l``, ``dmon``, ``stats``, ``health``, ``nvlink``,
+    ``topo``, ``-v``."""
     state = session.read()
     if not args:
         return _usage("ERROR: a subsystem is required (diag, discovery, ...)")
@@ -292,6 +294,10 @@ def main(args: list[str], session: Session) -> ToolResult:
         return _dmon(args[1:], state)
     if args[0] == "stats":
         return _stats(args[1:])
+    if args[0] in ("nvlink", "topo"):
+        from assessor.sim.tools import dcgmi_links
+
+        return (dcgmi_links.nvlink if args[0] == "nvlink" else dcgmi_links.topo)(args[1:], state)
     if args[0] != "diag":
         return _usage(f"ERROR: unknown subsystem '{args[0]}'")
     level: int | None = None
@@ -464,8 +470,8 @@ def _dmon_value(gpu: GpuState, field_id: int) -> str:
         204: str(mem_util),
         230: "0",
         250: str(gpu.memory_total_mib),
-        251: str(gpu.memory_total_mib - gpu.memory_used_mib - gpu.memory_reserved_mib),
-        252: str(gpu.memory_used_mib),
+        251: str(gpu.memory_total_mib - gpu_memory.used_mib(gpu) - gpu.memory_reserved_mib),
+        252: str(gpu_memory.used_mib(gpu)),
         311: str(gpu.ecc.volatile_uncorrected) if gpu.ecc_mode_current else "N/A",
     }
     # profiling metrics: the fraction of the sampling interval the engine was busy

@@ -21,11 +21,12 @@ hardware's bandwidth whatever the collective (PERFORMANCE.md). Only all_reduce u
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -349,41 +350,6 @@ def _header(opts: _Options) -> str:
     )
 
 
-def all_reduce_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``all_reduce_perf``: busbw = algbw x 2(n-1)/n."""
-    return _run("all_reduce_perf", args, session)
-
-
-def all_gather_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``all_gather_perf``: busbw = algbw x (n-1)/n."""
-    return _run("all_gather_perf", args, session)
-
-
-def reduce_scatter_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``reduce_scatter_perf``: busbw = algbw x (n-1)/n."""
-    return _run("reduce_scatter_perf", args, session)
-
-
-def alltoall_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``alltoall_perf``: busbw = algbw x (n-1)/n."""
-    return _run("alltoall_perf", args, session)
-
-
-def sendrecv_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``sendrecv_perf``: busbw = algbw."""
-    return _run("sendrecv_perf", args, session)
-
-
-def broadcast_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``broadcast_perf``: busbw = algbw."""
-    return _run("broadcast_perf", args, session)
-
-
-def reduce_perf(args: list[str], session: Session) -> ToolResult:
-    """nccl-tests ``reduce_perf``: busbw = algbw."""
-    return _run("reduce_perf", args, session)
-
-
 def _run(program: str, args: list[str], session: Session) -> ToolResult:
     state = session.read()
     parsed = _parse_args(args, program)
@@ -475,6 +441,20 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     out.append("#\n")
     out.append(f"# Collective test concluded: {program}\n")
     return ToolResult(0, "".join(out))
+
+
+def _program(name: str) -> Callable[[list[str], Session], ToolResult]:
+    """The nccl-tests binary ``name``: one runner for all, told which collective it runs (:data:`COLLECTIVES`)."""
+    return functools.partial(_run, name)
+
+
+all_reduce_perf = _program("all_reduce_perf")
+all_gather_perf = _program("all_gather_perf")
+reduce_scatter_perf = _program("reduce_scatter_perf")
+alltoall_perf = _program("alltoall_perf")
+sendrecv_perf = _program("sendrecv_perf")
+broadcast_perf = _program("broadcast_perf")
+reduce_perf = _program("reduce_perf")
 
 
 # nccl-tests 2.17+ (2025) opens with its version and the NCCL it was built with and runs against, names the

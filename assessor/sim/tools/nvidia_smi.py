@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assessor.sim import clock
+from assessor.sim import clock, gpu_memory
 from assessor.sim.gpu_clients import NO_RESET_FOR_MIG, gpu_holders, mig_change_blockers
 from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState, gpu_utilization
 from assessor.sim.tools import Session, ToolResult
@@ -443,7 +443,7 @@ def _gpu_rows(g: GpuState, middle: int = 24, limit_digits: int = 4) -> list[str]
     draw = 19 - limit_digits
     power = f"{int(g.power_draw_w):>{draw}}W / {int(g.power_limit_w):>{limit_digits}}W "
     pad = middle - 22  # the wider R550 cell pads the bus id and memory figures on the left
-    used = f"{g.memory_used_mib}MiB"
+    used = f"{gpu_memory.used_mib(g)}MiB"
     return [
         f"|{g.index:>4}  {name:<31}{pm:<3} | {'':{pad}}{g.bus_id} {'Off':<3} |{ecc:>21} |",
         f"| N/A{g.temperature_c:>5}C    {g.performance_state:<2}{power}|"
@@ -481,7 +481,7 @@ def _mig_table(gpus: list[GpuState], inner: int = 89, memory_width: int = 34) ->
             continue
         for dev, (gi, ci) in enumerate(_mig_devices(gpu)):
             r = device_resources(gpu, gi, ci)
-            memory = f"{0}MiB / {r.memory_mib}MiB"
+            memory = f"{r.used_mib}MiB / {r.memory_mib}MiB"
             bar1 = f"{0}MiB / {r.bar1_mib}MiB"
             lines.append(
                 f"|{gpu.index:>3}{gi.gi_id:>5}{ci.ci_id:>4}{dev:>4}  |{memory:>30}{'':{memory_width - 30}}|"
@@ -654,6 +654,51 @@ def reset_gpu_state(gpu: GpuState) -> None:
         link.errors = dict.fromkeys(link.errors, 0)
 
 
+def await_fabric_registration(gpu: GpuState, state: NodeState | None) -> None:
+    """After a reset, a driver load or a boot an NVSwitch GPU registers with the NVLink fabric again: it is
+    "In Progress" (and CUDA refuses to start) until the fabric manager registers it.
+
+    Only where the node has NVSwitches of its own: a GB200 tray's GPUs are registered by the NVLink switch
+    trays' fabric manager, outside the node, and stay "Completed". Without the node (``state`` None) the GPU's
+    own fabric state decides.
+    """
+    if gpu.fabric_state is not None and (state is None or state.nvswitches):
+        gpu.fabric_state, gpu.fabric_status = "In Progress", None
+
+
+def nvlink_peers_left_out(gpus: list[GpuState], state: NodeState | None, *, fabric_manager: bool) -> list[GpuState]:
+    """The NVLink peers a reset of ``gpus`` must include but does not: empty when the reset may go ahead.
+
+    nvidia-smi(1), ``-r``: "On Ampere NVSwitch systems, Fabric Manager is required to facilitate reset. [...]
+    If Fabric Manager is not running, [...] any GPUs with NVLink connections to a GPU being reset must also be
+    reset in the same command", and the command names the GPUs left out. From Hopper on the reset no longer
+    depends on the fabric manager. A GPU that fell off the bus cannot be reset at all and is not asked for.
+    """
+    if state is None or fabric_manager or not state.nvswitches:
+        return []
+    if not any(g.architecture == "Ampere" and g.nvlinks for g in gpus):
+        return []
+    chosen = {g.index for g in gpus}
+    return [g for g in state.gpus if g.nvlinks and not g.lost and g.index not in chosen]
+
+
+def _peers_refusal(gpus: list[GpuState], missing: list[GpuState]) -> ToolResult:
+    """The refusal of a partial reset on an Ampere NVSwitch node without its fabric manager (exit 255).
+
+    No capture of it was found: the lines follow nvidia-smi's other reset refusals and say what the man page
+    says the command reports, the GPUs to add.
+    """
+    lines = ["The following GPUs could not be reset:"]
+    lines += [f"  GPU {g.bus_id}: Fabric Manager is not running" for g in gpus]
+    lines.append("")
+    lines.append(
+        "Without Fabric Manager, every GPU connected through NVLink to a GPU being reset must be reset in the "
+        "same command (omit -i, or list them all with -i). The following GPUs must also be reset:"
+    )
+    lines += [f"  GPU {g.bus_id}" for g in missing]
+    return result(EXIT_OTHER, lines)
+
+
 def gpu_reset(
     gpus: list[GpuState], euid: int, *, fabric_manager: bool = True, state: NodeState | None = None
 ) -> ToolResult:
@@ -678,8 +723,9 @@ def gpu_reset(
     NVIDIA/gpu-operator#118; the simulator prints the current form.) After the drain the reset succeeds:
     "GPU 00000000:1A:00.0 was successfully reset." then "All done.".
 
-    On an NVSwitch system a reset GPU registers with the fabric again, which the fabric manager does:
-    with it stopped (``fabric_manager`` False) the GPU stays "In Progress" and CUDA refuses to start.
+    With the fabric manager stopped (``fabric_manager`` False) an Ampere NVSwitch GPU resets only together
+    with all its NVLink peers (:func:`nvlink_peers_left_out`), and a reset GPU of any NVSwitch system waits
+    "In Progress" for the fabric registration the fabric manager does (:func:`await_fabric_registration`).
     """
     if euid != 0:
         lines = [f"Unable to reset GPU {gpus[0].bus_id}: {NVML_NO_PERMISSION}", TERMINATING]
@@ -687,6 +733,9 @@ def gpu_reset(
     for gpu in gpus:
         if gpu.passthrough:
             return result(EXIT_NOT_SUPPORTED, [f"Resetting GPU {gpu.bus_id} is not supported."])
+    missing = nvlink_peers_left_out(gpus, state, fabric_manager=fabric_manager)
+    if missing:
+        return _peers_refusal(gpus, missing)
     busy = [g for g in gpus if _holders(state, g)]
     if busy:
         lines = ["The following GPUs could not be reset:"]
@@ -705,9 +754,8 @@ def gpu_reset(
         reset_gpu_state(gpu)
         if state is not None:
             clock.advance(state, 1.0)
-        # a GB200 tray has no NVSwitch of its own: the switch trays' fabric manager registers the GPU again
-        if gpu.fabric_state is not None and not fabric_manager and (state is None or state.nvswitches):
-            gpu.fabric_state, gpu.fabric_status = "In Progress", None
+        if not fabric_manager:
+            await_fabric_registration(gpu, state)
         lines.append(f"GPU {gpu.bus_id} was successfully reset.")
     lines.append(ALL_DONE)
     return result(EXIT_OK, lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from assessor.sim import gpu_memory
 from assessor.sim import mig as engine
 from assessor.sim.state import ComputeInstanceState, GpuInstanceState, GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
@@ -240,19 +241,7 @@ class DeviceResources:
     dec: int
     ofa: int
     jpeg: int
-
-
-# MIG device memory where the driver gives a GI less than -lgip's figure: an A100-SXM4-40GB on R535 shows
-# 19968 MiB for a 3g.20gb (corpus nvml/nvidia_smi_default_A100_40GB_mig_535.txt) where an R510 -lgip said 19.62.
-_DEVICE_MEMORY_MIB = {
-    ("A100-SXM4-40GB", "3g.20gb"): 19968,
-    ("A100-SXM4-40GB", "4g.20gb"): 19968,
-    # A30 at 535.183.01 (corpus nvml/nvidia_smi_default_A30_535_mig_idle.txt): 5952 and 11968 MiB
-    ("A30", "1g.6gb"): 5952,
-    ("A30", "1g.6gb+me"): 5952,
-    ("A30", "2g.12gb"): 11968,
-    ("A30", "2g.12gb+me"): 11968,
-}
+    used_mib: int = 0  # never 0 on a real MIG device: see assessor.sim.gpu_memory
 
 
 def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceState) -> DeviceResources:
@@ -266,10 +255,9 @@ def device_resources(gpu: GpuState, gi: GpuInstanceState, ci: ComputeInstanceSta
 
     # BAR1 is split evenly over the eight memory slots, less 1 MiB: H100 NVL (128 GiB BAR1) 65535 MiB for a
     # 4-slot GI, A100 40GB (64 GiB) 32767 (corpus nvml/nvidia_smi_mig_devices_H100_NVL.txt, ..._A100_40GB_mig_535).
-    # Memory: -lgip prints GiB cut to two decimals (46.38 for 46.375); the box prints the exact MiB.
-    memory = _DEVICE_MEMORY_MIB.get((gpu.name.removeprefix("NVIDIA "), profile.name))
     return DeviceResources(
-        memory_mib=memory if memory is not None else round(round(profile.memory_gib * 8) / 8 * 1024),
+        memory_mib=gpu_memory.mig_device_total_mib(gpu, profile),
+        used_mib=gpu_memory.mig_device_used_mib(gpu, gi),
         bar1_mib=gi.size * (bar1_total_mib(gpu) // 8) - 1,
         sm=ci_profile.sm,
         ce=profile.ce,

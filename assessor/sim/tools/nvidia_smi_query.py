@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from assessor.sim import gpu_memory
 from assessor.sim.state import THROTTLE_REASON_BITS, GpuState, NodeState, gpu_utilization
 from assessor.sim.tools.nvidia_smi_common import enabled
 
@@ -47,7 +48,7 @@ def remap_visible(gpu: GpuState) -> bool:
 
 
 def memory_free_mib(gpu: GpuState) -> int:
-    return max(gpu.memory_total_mib - gpu.memory_reserved_mib - gpu.memory_used_mib, 0)
+    return max(gpu.memory_total_mib - gpu.memory_reserved_mib - gpu_memory.used_mib(gpu), 0)
 
 
 def throttle_mask(gpu: GpuState) -> int:
@@ -326,7 +327,7 @@ def _xml_gpu(x: _Xml, state: NodeState, g: GpuState) -> None:
         [
             ("total", f"{g.memory_total_mib} MiB"),
             ("reserved", f"{g.memory_reserved_mib} MiB"),
-            ("used", f"{g.memory_used_mib} MiB"),
+            ("used", f"{gpu_memory.used_mib(g)} MiB"),
             ("free", f"{memory_free_mib(g)} MiB"),
         ],
     )
@@ -855,7 +856,7 @@ def _text_gpu(t: _Text, state: NodeState, g: GpuState) -> None:
     t.head(1, "FB Memory Usage")
     t.kv(2, "Total", f"{g.memory_total_mib} MiB")
     t.kv(2, "Reserved", f"{g.memory_reserved_mib} MiB")
-    t.kv(2, "Used", f"{g.memory_used_mib} MiB")
+    t.kv(2, "Used", f"{gpu_memory.used_mib(g)} MiB")
     t.kv(2, "Free", f"{memory_free_mib(g)} MiB")
     bar1 = bar1_total_mib(g)
     bar1_used = 1 if g.memory_used_mib else 0
@@ -1158,7 +1159,7 @@ FIELDS: dict[str, Field] = {
     "fan.speed": Field("%", lambda s, g: None),
     "memory.total": Field("MiB", lambda s, g: g.memory_total_mib),
     "memory.reserved": Field("MiB", lambda s, g: g.memory_reserved_mib),
-    "memory.used": Field("MiB", lambda s, g: g.memory_used_mib),
+    "memory.used": Field("MiB", lambda s, g: gpu_memory.used_mib(g)),
     "memory.free": Field("MiB", lambda s, g: memory_free_mib(g)),
     "utilization.gpu": Field("%", lambda s, g: None if g.mig_mode_current else gpu_utilization(g)[0]),
     "utilization.memory": Field("%", lambda s, g: None if g.mig_mode_current else gpu_utilization(g)[1]),

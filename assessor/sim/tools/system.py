@@ -246,7 +246,7 @@ def _driver_loaded(state: NodeState) -> None:
     loading the driver, as on a real node. Loading resets every GPU: pending modes apply, MIG instances and
     processes are gone, and NVSwitch GPUs wait for the fabric manager to register them again.
     """
-    from assessor.sim.tools.nvidia_smi import reset_gpu_state
+    from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state
 
     drv = state.driver
     drv.loaded = True
@@ -255,8 +255,7 @@ def _driver_loaded(state: NodeState) -> None:
         reset_gpu_state(gpu)
         gpu.processes = []
         gpu.lost = False
-        if gpu.fabric_state is not None and state.nvswitches:  # a GB200 tray's fabric is managed outside it
-            gpu.fabric_state, gpu.fabric_status = "In Progress", None
+        await_fabric_registration(gpu, state)
     arch = machine(state)  # "for aarch64" on Grace (geerlingguy/raspberry-pi-pcie-devices#692)
     banner = (
         f"NVRM: loading NVIDIA UNIX Open Kernel Module for {arch}  {drv.kernel_module_version}  Release Build"
