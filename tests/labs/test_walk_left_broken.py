@@ -19,7 +19,16 @@ from assessor.labs.gradebook import verdict
 from assessor.labs.grading import Grade
 from assessor.labs.model import Lab
 from tests.labs.test_walk import IDS, SIM_LABS, act, explain, grade, passes, started_node
-from tests.labs.walks import A100_DRAIN, A100_RESTORE, FM_FIXED_CFG, FM_TEST_CFG, H100_DRAIN, H100_RESTORE, Walk
+from tests.labs.walks import (
+    A100_DRAIN,
+    A100_DRAIN_FM,
+    A100_RESTORE,
+    FM_FIXED_CFG,
+    FM_TEST_CFG,
+    H100_DRAIN,
+    H100_RESTORE,
+    Walk,
+)
 from tests.labs.walks_left_broken import LEFT_BROKEN
 
 LABS = {lab.id: lab for lab in SIM_LABS}
@@ -61,7 +70,7 @@ def test_a_node_left_broken_does_not_pass_and_the_grade_says_why(
 
 
 def test_a_drain_left_undone_names_every_daemon_still_down(tmp_path: Path) -> None:
-    g = walked("mig-201", [*A100_DRAIN, "nvidia-smi -i 0 -mig 1"], tmp_path)
+    g = walked("mig-201", [*A100_DRAIN_FM, "nvidia-smi -i 0 -mig 1"], tmp_path)  # the fabric manager stopped too
     assert g.percent == 100.0  # the task itself is done ...
     assert not g.passed  # ... and the node is not in service
     broken = {s.check: s.message for s in g.failed_guards}

@@ -39,8 +39,14 @@ Walk = list[Step]
 # What holds the GPUs on a strict node, and the drain an admin types before a reset or an A100 MIG change.
 H100_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm", "modprobe -r nvidia_drm"]
 H100_RESTORE: Walk = ["modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm"]
-A100_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager", "modprobe -r nvidia_drm"]
-A100_RESTORE: Walk = ["modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
+# The same on a DGX A100: the fabric manager holds no GPU and stays running, for on an NVSwitch A100 it is what
+# lets one GPU reset on its own (nvidia-smi(1), -r).
+A100_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm", "modprobe -r nvidia_drm"]
+A100_RESTORE: Walk = ["modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm"]
+# The fabric manager stopped as well (the old habit): then only a reset of every NVLink peer at once goes through,
+# and the fabric manager must be started again.
+A100_DRAIN_FM: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager", "modprobe -r nvidia_drm"]
+A100_RESTORE_FM: Walk = ["modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
 # After a reboot the daemons that hold the GPUs start again on their own; nothing to restore.
 
 # drv-301: the fabric manager's test config (a drop-in starts it with this copy), its topology path put right.
@@ -53,6 +59,8 @@ FM_FIXED_CFG = (
 NCCL_CONF = "/etc/nccl.conf"
 CONF_HEAD = "# /etc/nccl.conf\n"
 A100_RAILS = "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_6,mlx5_7,mlx5_8,mlx5_9"
+H100_RAILS = "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"  # an HGX node's eight compute rails
+ROOT_NCCL_CONF = "/root/.nccl.conf"  # nccl-403: root's own NCCL settings, read before /etc/nccl.conf
 
 
 def conf(*lines: str) -> dict[str, str]:
@@ -105,8 +113,13 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [["nvidia-smi -r -i 5"], [*H100_DRAIN, "nvidia-smi -r -i 4", *H100_RESTORE]],
     },
     "health-301": {
-        "alternatives": [["reboot"]],
-        "wrong": [["systemctl start nvidia-dcgm", "nvidia-smi -r -i 3"], ["systemctl start nvidia-dcgm"]],
+        # without the fabric manager the remap needs every NVLink peer reset in the same command
+        "alternatives": [["reboot"], [*A100_DRAIN_FM, "nvidia-smi -r", *A100_RESTORE_FM]],
+        "wrong": [
+            ["systemctl start nvidia-dcgm", "nvidia-smi -r -i 3"],
+            ["systemctl start nvidia-dcgm"],
+            [*A100_DRAIN_FM, "nvidia-smi -r -i 3", *A100_RESTORE_FM],  # refused: GPU 3 alone without the FM
+        ],
     },
     "health-401": {
         "alternatives": [
@@ -245,8 +258,12 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [["nvidia-smi -i 0 -mig 1"], [*A100_DRAIN, "nvidia-smi -mig 1", *A100_RESTORE]],
     },
     "mig-202": {
-        "alternatives": [["reboot"]],
-        "wrong": [["nvidia-smi -i 4 -r"], ["nvidia-smi -i 4 -mig 0"]],
+        "alternatives": [["reboot"], [*A100_DRAIN_FM, "nvidia-smi -r", *A100_RESTORE_FM]],
+        "wrong": [
+            ["nvidia-smi -i 4 -r"],
+            ["nvidia-smi -i 4 -mig 0"],
+            [*A100_DRAIN_FM, "nvidia-smi -i 4 -r", *A100_RESTORE_FM],  # refused: GPU 4 alone without the FM
+        ],
     },
     "mig-301": {
         "alternatives": [
@@ -362,6 +379,169 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
             [{IMEX_NODES: IMEX_NEW_LIST.replace("10.114.2.11\n", "")}, "systemctl enable --now nvidia-imex"],
         ],
     },
+    # ---- verification labs (issue #24) ------------------------------------------------------------------
+    "health-304": {
+        "alternatives": [
+            [ticket(row("GPU 5", "thermal-slowdown", "check-cooling", "targeted_power fails; HW Thermal Slowdown"))],
+            [
+                "dcgmi diag -r 3",
+                "nvidia-smi -q -d PERFORMANCE,TEMPERATURE -i 5",
+                ticket(row("gpu5", "thermal slowdown", ["check cooling", "reseat gpu"], "91 C, slowdown 89 C")),
+            ],
+        ],
+        "wrong": [
+            ["reboot"],  # the heat does not go away with a reboot, and no ticket
+            [ticket(row("GPU 5", "thermal-slowdown", "rma-gpu"))],  # an RMA before the cooling is checked
+            [ticket(row("GPU 5", "thermal-slowdown", "reseat-gpu"))],  # an escalation where the policy starts
+            [ticket(row("GPU 4", "thermal-slowdown", "check-cooling"))],  # a healthy neighbour
+            [ticket(row("GPU 5", "degraded-width", "reseat-gpu"))],  # the wrong finding
+            [
+                ticket(
+                    row("GPU 5", "thermal-slowdown", "check-cooling"),
+                    row("GPU 4", "thermal-slowdown", "check-cooling"),  # and a healthy one sent along
+                )
+            ],
+        ],
+    },
+    "health-305": {
+        # the links come back with the baseboard: a reboot, typed either way, drained first or not
+        "alternatives": [["shutdown -r now"], ["systemctl reboot"], [*H100_DRAIN, "reboot"]],
+        "wrong": [
+            ["systemctl restart nvidia-fabricmanager"],  # the fabric manager does not retrain a GPU's links
+            [*H100_DRAIN, "nvidia-smi -r -i 3", *H100_RESTORE],  # the Xid stays in the log since boot
+            ["nvidia-smi -r -i 3"],  # refused: the daemons hold the GPU
+            ["systemctl restart nvidia-dcgm", "dcgmi diag -r 2"],
+        ],
+    },
+    "health-404": {
+        "alternatives": [
+            ["kill -9 28417", *H100_DRAIN, "nvidia-smi -i 5 -r", *H100_RESTORE],
+            ["reboot"],  # the job ends and the remap applies at the boot
+            [
+                "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                "kill 28417",
+                "systemctl stop nvidia-dcgm nvidia-persistenced",
+                "rmmod nvidia_drm",
+                "nvidia-smi -r -i 5",
+                "modprobe nvidia_drm",
+                "systemctl start nvidia-dcgm nvidia-persistenced",
+            ],
+        ],
+        "wrong": [
+            [*H100_DRAIN, "nvidia-smi -r -i 5", *H100_RESTORE],  # refused: the hung job still holds the GPU
+            ["kill 28417", "nvidia-smi -r -i 5"],  # refused: the daemons hold it
+            ["kill 28417", *H100_DRAIN, "nvidia-smi -r -i 4", *H100_RESTORE],  # the wrong GPU reset
+            ["kill 28417"],  # the job gone, the remap still pending
+        ],
+    },
+    "health-405": {
+        "alternatives": [
+            [
+                "systemctl restart nvidia-persistenced",
+                ticket(
+                    row("GPU 6", "degraded-width", "reseat-gpu", "x8 under load, x16 card"),
+                    row("mlx5_2", "degraded-rate", "reseat-cable", "Rate 200 on NDR"),
+                ),
+            ],
+            [
+                "reboot",  # the daemon is enabled: the boot starts it; the link and the port stay as they are
+                ticket(
+                    row("mlx5_2 port 1", "degraded rate", ["reseat-cable", "replace-cable"], "half the rails' bw"),
+                    row("gpu 6", "degraded width", ["reseat gpu", "rma gpu"], "LnkSta x8 (downgraded)"),
+                ),
+            ],
+        ],
+        "wrong": [
+            # persistence on by hand, the daemon left down
+            [
+                "nvidia-smi -pm 1",
+                ticket(row("GPU 6", "degraded-width", "reseat-gpu"), row("mlx5_2", "degraded-rate", "reseat-cable")),
+            ],
+            # one of two faults in the ticket
+            ["systemctl start nvidia-persistenced", ticket(row("GPU 6", "degraded-width", "reseat-gpu"))],
+            # the GPU returned before it is reseated
+            [
+                "systemctl start nvidia-persistenced",
+                ticket(row("GPU 6", "degraded-width", "rma-gpu"), row("mlx5_2", "degraded-rate", "reseat-cable")),
+            ],
+            # both right, and a healthy GPU sent to the data centre
+            [
+                "systemctl start nvidia-persistenced",
+                ticket(
+                    row("GPU 6", "degraded-width", "reseat-gpu"),
+                    row("mlx5_2", "degraded-rate", "reseat-cable"),
+                    row("GPU 1", "degraded-width", "reseat-gpu"),
+                ),
+            ],
+        ],
+    },
+    "nccl-303": {
+        "alternatives": [
+            [conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1")],
+            [conf("NCCL_IB_HCA=mlx5", "NCCL_NVLS_ENABLE=1")],  # the prefix: every mlx5 device, all eight rails here
+            [conf("NCCL_NVLS_ENABLE=1")],  # the line gone: NCCL takes every active HCA, all eight rails here
+        ],
+        "wrong": [
+            [conf("NCCL_IB_HCA=ibp26s0,ibp44s0", "NCCL_NVLS_ENABLE=1")],  # interface names, not RDMA devices
+            [conf("NCCL_IB_HCA=^mlx5", "NCCL_NVLS_ENABLE=1")],  # excludes every device
+            [conf("NCCL_IB_HCA=mlx5_bond_0,mlx5_0", "NCCL_NVLS_ENABLE=1")],  # one rail of eight
+        ],
+    },
+    "nccl-403": {
+        "alternatives": [
+            [{ROOT_NCCL_CONF: "# NCCL_IB_HCA=mlx5_bond_0\n# NCCL_IB_GID_INDEX=3\n"}],  # commented out
+            [{ROOT_NCCL_CONF: "\n"}],  # emptied (`echo > ~/.nccl.conf`)
+            [{ROOT_NCCL_CONF: f"NCCL_IB_HCA={H100_RAILS}\n"}],  # the user's file names the rails itself
+        ],
+        "wrong": [
+            [conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1")],  # /etc/nccl.conf was right already
+            [{ROOT_NCCL_CONF: "NCCL_IB_HCA=mlx5_bond_0\n"}],  # the GID index gone, the device list kept
+            [{ROOT_NCCL_CONF: "NCCL_IB_HCA=mlx5_0\n"}],  # one rail of eight
+        ],
+    },
+    "ib-302": {
+        "alternatives": [
+            [
+                "ib_write_bw -d mlx5_3 --report_gbits -s 8388608 -n 5000 gpu-node-02",
+                "ib_write_bw -d mlx5_2 --report_gbits -s 8388608 --use_cuda 2 --use_cuda_dmabuf gpu-node-02",
+                ticket(row("mlx5_3", "degraded-rate", "reseat-cable", "196 Gb/s where the others give 389")),
+            ],
+            [ticket(row("MLX5_3 port 1", "degraded rate", ["reseat cable", "replace transceiver"], "Rate 200"))],
+        ],
+        "wrong": [
+            ["reboot"],
+            [ticket(row("mlx5_3", "degraded-rate", "replace-cable"))],  # a new cable before the reseat
+            [ticket(row("mlx5_2", "degraded-rate", "reseat-cable"))],  # a healthy rail
+            [ticket(row("mlx5_3", "no-link", "reseat-cable"))],  # the port is up: it trained slow
+            [ticket(row("mlx5_3", "degraded-rate", "reseat-cable"), row("mlx5_0", "degraded-rate", "reseat-cable"))],
+        ],
+    },
+    "ib-403": {
+        "alternatives": [
+            [
+                conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1"),
+                ticket(row("mlx5_1", "degraded-rate", "reseat-cable")),
+            ],
+            [
+                conf("NCCL_IB_HCA=mlx5", "NCCL_NVLS_ENABLE=1"),
+                ticket(row("mlx5_1", "degraded-rate", ["reseat-cable", "replace-transceiver"], "Rate 200")),
+            ],
+        ],
+        "wrong": [
+            [conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1")],  # the list right, no ticket for the slow rail
+            [ticket(row("mlx5_1", "degraded-rate", "reseat-cable"))],  # the ticket, the rail still missing
+            # the slow rail taken out of NCCL's list instead of repaired
+            [
+                conf("NCCL_IB_HCA=mlx5_0,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7", "NCCL_NVLS_ENABLE=1"),
+                ticket(row("mlx5_1", "degraded-rate", "reseat-cable")),
+            ],
+            # the rail missing from the list blamed on the data centre
+            [
+                conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1"),
+                ticket(row("mlx5_4", "no-link", "reseat-cable")),
+            ],
+        ],
+    },
 }
 
 
@@ -375,4 +555,6 @@ PARTIAL: dict[str, tuple[Walk, float]] = {
     "mig-301": (["nvidia-smi -i 0 -mig 1"], 30.0),  # MIG on, no layout yet
     "health-301": (["systemctl start nvidia-dcgm"], 20.0),  # DCGM back; the remap still pending
     "mig-303": (["nvidia-smi -i 0,1,2,3 -mig 1"], 30.0),  # MIG on, no layout yet
+    "health-405": (["systemctl start nvidia-persistenced", ticket(row("GPU 6", "degraded-width", "reseat-gpu"))], 65.0),
+    "ib-403": ([conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1")], 50.0),  # the rails back, no ticket
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tests.labs.walks import (
     A100_DRAIN,
+    A100_DRAIN_FM,
     A100_RAILS,
     H100_DRAIN,
     H100_RESTORE,
@@ -27,7 +28,7 @@ from tests.labs.walks import (
 )
 
 # The drain undone halfway: the daemons back, nvidia_drm (and nvidia_modeset with it) forgotten.
-A100_DAEMONS_ONLY: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm nvidia-fabricmanager"]
+A100_DAEMONS_ONLY: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm"]
 H100_DAEMONS_ONLY: Walk = ["systemctl start nvidia-persistenced nvidia-dcgm"]
 # An HGX H100 drained as a DGX A100 is: the fabric manager stopped too, and H100_RESTORE does not start it.
 FM_TOO_DRAIN: Walk = ["systemctl stop nvidia-persistenced nvidia-dcgm nvidia-fabricmanager", "modprobe -r nvidia_drm"]
@@ -143,7 +144,14 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
     ],
     "mig-101": [([*H100_DRAIN, "nvidia-smi -mig 0"], "services.active")],
     "mig-201": [([*A100_DRAIN, "nvidia-smi -i 0 -mig 1"], "services.active")],
-    "mig-202": [([*A100_DRAIN, "nvidia-smi -i 4 -r"], "fabric.state")],
+    "mig-202": [
+        ([*A100_DRAIN, "nvidia-smi -i 4 -r"], "services.active"),
+        # every GPU reset with the fabric manager stopped, and it never started again: the fabric waits
+        (
+            [*A100_DRAIN_FM, "nvidia-smi -r", "modprobe nvidia_drm", "systemctl start nvidia-persistenced nvidia-dcgm"],
+            "fabric.state",
+        ),
+    ],
     "mig-301": [
         (
             [*H100_DRAIN, "nvidia-smi -i 0 -mig 1", "nvidia-smi mig -i 0 -cgi 9,14,19,19 -C"],
@@ -203,5 +211,61 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
     "health-302": [
         # the node list put right and the daemon started, but the unit left disabled: down after the next boot
         ([{IMEX_NODES: IMEX_NEW_LIST}, "systemctl restart nvidia-imex"], "services.active"),
+    ],
+    # ---- verification labs (issue #24) ------------------------------------------------------------------
+    "health-304": [
+        # a reset tried on the hot GPU (it does not cool it), the drain undone halfway: nvidia_drm forgotten
+        (
+            [
+                *H100_DRAIN,
+                "nvidia-smi -r -i 5",
+                *H100_DAEMONS_ONLY,
+                ticket(row("GPU 5", "thermal-slowdown", "check-cooling", "targeted_power thermal violations")),
+            ],
+            "driver.loaded",
+        ),
+    ],
+    "health-305": [
+        # the fabric manager blamed and disabled before the reboot: the links never train, CUDA never starts
+        (["systemctl disable nvidia-fabricmanager", "reboot"], "fabric.state"),
+    ],
+    "health-404": [
+        (["kill 28417", *H100_DRAIN, "nvidia-smi -r -i 5", *H100_DAEMONS_ONLY], "driver.loaded"),
+        (["kill 28417", *H100_DRAIN, "nvidia-smi -r -i 5"], "services.active"),
+    ],
+    "health-405": [
+        # a reset tried on the narrow GPU (a reset does not retrain a link): DCGM and nvidia_drm left down
+        (
+            [
+                *H100_DRAIN,
+                "nvidia-smi -r -i 6",
+                "systemctl start nvidia-persistenced",
+                ticket(row("GPU 6", "degraded-width", "reseat-gpu"), row("mlx5_2", "degraded-rate", "reseat-cable")),
+            ],
+            "services.active",
+        ),
+    ],
+    "nccl-303": [([shell_only(f"NCCL_IB_HCA={H100_RAILS}")], "nccl.transport")],
+    "nccl-403": [([shell_only(f"NCCL_IB_HCA={H100_RAILS}")], "nccl.transport")],
+    "ib-302": [
+        # the slow rail hidden from NCCL instead of repaired: the node's jobs lose a rail
+        (
+            [
+                {"/etc/nccl.conf": "NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_4,mlx5_5,mlx5_6,mlx5_7\n"},
+                ticket(row("mlx5_3", "degraded-rate", "reseat-cable", "Rate 200 on NDR")),
+            ],
+            "nccl.transport",
+        )
+    ],
+    "ib-403": [
+        # the IB stack restarted to retrain the slow link: nvidia_peermem unloaded on the way, never loaded again
+        (
+            [
+                *IB_RESTART,
+                {"/etc/nccl.conf": f"NCCL_IB_HCA={H100_RAILS}\nNCCL_NVLS_ENABLE=1\n"},
+                ticket(row("mlx5_1", "degraded-rate", "reseat-cable", "Rate 200 on NDR")),
+            ],
+            "ib.peermem",
+        )
     ],
 }
