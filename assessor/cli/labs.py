@@ -677,6 +677,16 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
         )
 
 
+# How many of the latest attempts `gpulab progress` lists unless asked for the whole history.
+RECENT_ATTEMPTS = 20
+
+
+def _recent_and_flagged(history: list[Any]) -> list[Any]:
+    """The last :data:`RECENT_ATTEMPTS` attempts and every flagged one before them, oldest first."""
+    cut = max(0, len(history) - RECENT_ATTEMPTS)
+    return [a for a in history[:cut] if a.flags] + list(history[cut:])
+
+
 @click.command()
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="History, levels and their explanations as JSON.")
@@ -687,9 +697,16 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
     help="How ready you are for this exam (NCA-AIIO, NCP-AII, NCP-AIO, NCP-AIN), by its domains, from your labs "
     "and your submitted `gpulab exam` sittings of it; the study plan then aims at it.",
 )
-def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | None) -> None:
+@click.option(
+    "--history",
+    "whole_history",
+    is_flag=True,
+    help=f"Every attempt, not only the last {RECENT_ATTEMPTS} and the flagged ones.",
+)
+def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | None, whole_history: bool) -> None:
     """A candidate's lab history and skill levels (per domain and overall), each level explained, and the study
-    plan: the labs to take next, in order. With --exam, readiness for that exam by its domains (docs/LEVELS.md)."""
+    plan: the labs to take next, in order. With --exam, readiness for that exam by its domains (docs/LEVELS.md).
+    The attempts table holds the last attempts and every flagged one (--history: all of them)."""
     import json
 
     from assessor.labs import views
@@ -718,10 +735,14 @@ def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | N
 
     console = _console()
     if history:
-        table = Table(title=Text.assemble("attempts of ", _text(who)), title_justify="left")
+        shown = history if whole_history else _recent_and_flagged(history)
+        title = Text.assemble("attempts of ", _text(who))
+        if len(shown) < len(history):
+            title.append(f" (the last {RECENT_ATTEMPTS} and the flagged ones: {len(shown)} of {len(history)})")
+        table = Table(title=title, title_justify="left")
         for col in ("graded (UTC)", "lab", "score", "result", "host", "flags"):
             table.add_column(col, overflow="fold")
-        for a in history:
+        for a in shown:
             verdict = ("passed" if a.passed else "not passed") + (", late" if a.late else "")
             table.add_row(
                 _text(a.graded_at[:16].replace("T", " ")),
@@ -732,6 +753,8 @@ def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | N
                 _text("; ".join(a.flags)),
             )
         console.print(table)
+        if len(shown) < len(history):
+            console.print(f"{len(history) - len(shown)} earlier attempts: `gpulab progress --history` lists them all")
         per_lab = Table(title="best per lab (flagged attempts do not count)", title_justify="left")
         for col in ("lab", "best", "passed", "time taken", "hints used", "attempts", "flagged"):
             per_lab.add_column(col)
