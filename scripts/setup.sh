@@ -19,6 +19,14 @@ apt_install() {  # as root on Debian/Ubuntu: install packages, refreshing the pa
 if [ ! -x /usr/sbin/sshd ]; then
   apt_install openssh-server || echo "setup: /usr/sbin/sshd is missing; install openssh-server (the SSH tests need it)" >&2
 fi
+# A real Slurm (slurmctld, slurmd, scontrol/sinfo, munge) runs `gpulab slurm health|prolog|epilog` in two tests
+# (tests/slurm/test_real_slurm.py), which start their own daemons with their own key, socket, ports and slurm.conf.
+# Nothing here starts a daemon or writes /etc/slurm/slurm.conf (Debian's slurmd and slurmctld units need it to start);
+# on a host run by systemd, the munge package starts its own munged, which the tests do not use.
+if [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/bin/scontrol ] || [ ! -x /usr/sbin/munged ]; then
+  apt_install --no-install-recommends slurmctld slurmd slurm-client munge \
+    || echo "setup: install slurmctld slurmd slurm-client munge (the real-Slurm test needs them)" >&2
+fi
 # Headless Chromium photographs the HTML reports (scripts/screenshot-reports.sh and one test).
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   apt_install chromium || echo "setup: chromium is missing: install it to photograph the HTML reports" >&2

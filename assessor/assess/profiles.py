@@ -13,6 +13,7 @@ from assessor.errors import InputError
 class CheckRef:
     id: str
     params: dict[str, Any] = field(default_factory=dict)
+    fast: bool = False  # fast enough to run before every job (`gpulab slurm prolog`, docs/SLURM.md)
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,12 @@ def parse(text: str, filename: str) -> Profile:
         if isinstance(item, str):
             check_id, raw = item, {}
         elif isinstance(item, dict):
-            extra = set(item) - {"id", "params"}
+            extra = set(item) - {"id", "params", "fast"}
             if extra:
                 key = sorted(map(str, extra))[0]
-                raise doc.error(("checks", i, key), f"unknown key {key!r} in a check; use id and params")
+                raise doc.error(("checks", i, key), f"unknown key {key!r} in a check; use id, params and fast")
+            if not isinstance(item.get("fast", False), bool):
+                raise doc.error(("checks", i, "fast"), "fast must be true or false")
             check_id, raw = item.get("id"), item.get("params") or {}
             if not isinstance(check_id, str):
                 raise doc.error(("checks", i), "a check needs an id")
@@ -102,7 +105,7 @@ def parse(text: str, filename: str) -> Profile:
                 typed[key] = params.coerce(spec, key, value)
             except InputError as exc:
                 raise doc.error(("checks", i, "params", key), str(exc)) from None
-        refs.append(CheckRef(check_id, typed))
+        refs.append(CheckRef(check_id, typed, isinstance(item, dict) and item.get("fast") is True))
     return Profile(name, str(data.get("description") or ""), tuple(refs), filename)
 
 

@@ -55,7 +55,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from assessor.cli import assess, catalogue, exam, k8s, labs, npd, prepare, report, serve, sim
+    from assessor.cli import assess, catalogue, exam, k8s, labs, npd, prepare, report, serve, sim, slurm
 
     for command in (
         assess.assess,
@@ -73,6 +73,7 @@ def _register() -> None:
         serve.serve,
         k8s.k8s,
         npd.npd,
+        slurm.slurm,
     ):
         main.add_command(command)
 
