@@ -324,6 +324,8 @@ def test_loop_without_a_count_runs_until_sigint_and_exits_0(tmp_path: Path) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored in a child
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None

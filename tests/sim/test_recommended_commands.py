@@ -40,6 +40,7 @@ _NOT_SIMULATED = {
     "gpulab",  # gpulab's own CLI, not a node tool
     "gpulab:",  # gpulab's own messages ("gpulab: no verdict ..."), read as a command by the scan
     "gpulab:latest",  # the container image the Kubernetes manifests name
+    "gpulab's",  # prose on gpulab's own words ("gpulab's reason"), read as a command by the scan
     "gpulab-env",
 }
 
@@ -230,7 +231,10 @@ def recommendations() -> list[Recommendation]:
 
 
 def _argv(command: str) -> list[str]:
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError:  # a quote the sentence closes after the command ("gpulab: gpu.xid Xid 79 ...")
+        argv = command.split()
     if argv and argv[0] == "sudo":
         argv = argv[1:]
     env = []
