@@ -90,7 +90,16 @@ def json_document(doc: Any, *, indent: int | None = 2) -> str:
     hidden on a terminal and loads back to exactly ``doc``."""
     import json
 
-    return _JSON_INVISIBLE.sub(_json_escape, json.dumps(doc, indent=indent, ensure_ascii=False))
+    return json_visible(json.dumps(doc, indent=indent, ensure_ascii=False))
+
+
+def json_visible(text: str) -> str:
+    """JSON text with every character :func:`visible` would escape written as a JSON ``\\uXXXX`` escape
+    (the same JSON value). Text that is ASCII without DEL has none of them: it is returned as it is, which
+    saves scanning a 60 MB document character by character."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _JSON_INVISIBLE.sub(_json_escape, text)
 
 
 # Characters XML 1.0 cannot carry at all (not even escaped): everything else is escaped by the writer.

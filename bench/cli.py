@@ -2,7 +2,9 @@
 
 Each command runs as a fresh process, as a person types it; the figure is the median wall time of
 several runs, after one warm-up run (which also fills gpulab's validation cache, as a first use does).
-`gpulab progress` reads an attempts database holding 100 recorded attempts.
+`gpulab progress` reads an attempts database holding --attempts recorded attempts, all of the candidate it
+shows (bench/attempts_db.py; the benchmark stops unless the database holds them). bench/scale.py measures
+`progress` in a database of 10,000 attempts.
 """
 
 from __future__ import annotations
@@ -21,26 +23,10 @@ GPULAB = [sys.executable, "-m", "assessor.cli"]
 AIM_S = 0.3
 
 
-def record_attempts(db: Path, count: int) -> None:
-    """``count`` graded attempts of the design labs (they need no node), recorded in ``db``."""
-    from click.testing import CliRunner
-
-    from assessor.cli import main
-
-    answers = sorted((ROOT / "labs" / "design").glob("*/answer.example.yaml"))
-    if not answers:
-        raise SystemExit(f"no labs/design/*/answer.example.yaml under {ROOT}: nothing to record")
-    runner = CliRunner()
-    for i in range(count):
-        answer = answers[i % len(answers)]
-        lab = answer.parent.name
-        result = runner.invoke(main, ["lab", "grade", lab, "--answer", str(answer), "--db", str(db), "--json"])
-        if result.exit_code not in (0, 1):
-            raise SystemExit(f"recording attempt {i} failed: {result.output}")
-
-
 def timed(argv: list[str], env: dict[str, str], runs: int) -> float:
-    subprocess.run(argv, env=env, capture_output=True, check=False)  # warm-up
+    warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # warm-up
+    if warm.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[2:])}: exit {warm.returncode}: {warm.stderr.strip()[-500:]}")
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -61,11 +47,15 @@ def main() -> None:
         # An installed package has its bytecode compiled; a shell that forbids writing it measures the compiler.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ.update(env)
-        record_attempts(db, args.attempts)
+        from bench import attempts_db
+
+        attempts_db.fill(db, args.attempts, candidates=1)
+        who = attempts_db.candidate_name(0)
+        attempts_db.require(db, args.attempts, who)
         commands = {
             "gpulab --help": ["--help"],
             "gpulab lab list": ["lab", "list"],
-            f"gpulab progress ({args.attempts} attempts)": ["progress"],
+            f"gpulab progress ({args.attempts} attempts)": ["progress", "--candidate", who],
             "gpulab checks list": ["checks", "list"],
         }
         for label, argv in commands.items():

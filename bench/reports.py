@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/reports.py [--candidates 200] [--hosts 1024] [--out DIR]
 
-Each figure is the time to build the validated document from its inputs and render it, per format.
+Each figure is the time to build the validated document from its inputs and render it, per format (the
+inputs already in memory: bench/scale.py runs `gpulab report fleet` on a results file, 10,000 hosts too).
 The cohort is synthetic (seeded): every candidate attempts a random share of the shipped labs, some
 late, some twice, some from two machines. The fleet is made of real assessments (a healthy simulated
 HGX H100 and the corpus's broken H100 snapshot: ports polling, NCCL on sockets, Xid 79) repeated under
@@ -154,14 +155,14 @@ def main() -> int:
 
         def cohort_report(fmt: str = fmt) -> None:
             doc = cohort.build("bench", records, catalogue, rules)
-            (out / f"cohort.{fmt}").write_text(render.render(doc, fmt), encoding="utf-8")
+            (out / f"cohort.{fmt}").write_text(render.render(doc, fmt, validated=True), encoding="utf-8")
 
         worst = max(worst, _time(f"cohort, {args.candidates} candidates, {fmt}", cohort_report))
     for fmt in ("html", "md", "csv", "junit", "json"):
 
         def fleet_report(fmt: str = fmt) -> None:
             doc = fleet.build([results])
-            text = render.render(doc, fmt, results=[results])
+            text = render.render(doc, fmt, results=[results], validated=True)  # as `gpulab report` does
             (out / f"fleet.{render.SUFFIX[fmt].lstrip('.')}").write_text(text, encoding="utf-8")
 
         worst = max(worst, _time(f"fleet, {args.hosts} hosts, {fmt}", fleet_report))

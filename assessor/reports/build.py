@@ -38,6 +38,23 @@ def make(
     """
     from assessor.reports import documents
 
+    # reading, validating and building make millions of objects and no cycle: the collector waits
+    with documents.no_cycle_collection():
+        return _make(kind, inputs, candidates=candidates, cohort=cohort, db=db, identities=identities, exam=exam)
+
+
+def _make(
+    kind: str,
+    inputs: list[str],
+    *,
+    candidates: list[str] | None,
+    cohort: str | None,
+    db: str | None,
+    identities: dict[str, dict[str, str]] | None,
+    exam: str | None,
+) -> Report:
+    from assessor.reports import documents
+
     if kind not in KINDS:
         raise InputError(f"unknown report {kind!r} (reports: {', '.join(KINDS)})")
     if exam is not None and kind != "candidate":
@@ -110,8 +127,11 @@ def write(report: Report, fmt: str, out: str | None, *, lms: str | None = None) 
     """Render the report in ``fmt`` (a cohort CSV in an LMS's layout with ``lms``); write it to ``out``
     (returned) or return the text when ``out`` is None."""
     from assessor.reports import render
+    from assessor.reports.documents import no_cycle_collection
 
-    text = render.render(report.document, fmt, results=report.results, lms=lms)
+    with no_cycle_collection():
+        # make() validated the document as it built it (and each input as it read it): not again here
+        text = render.render(report.document, fmt, results=report.results, lms=lms, validated=True)
     if out is None:
         return text
     path = Path(out)

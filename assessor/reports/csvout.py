@@ -44,9 +44,19 @@ def render(doc: dict[str, Any], *, lms: str | None = None) -> str:
         ](doc)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180, what spreadsheets and LMS imports expect
+    cells: dict[str, Any] = {}  # each text made safe once: a fleet's statuses repeat on every host
     for row in rows:
-        writer.writerow([csv_cell(v) for v in row])
+        writer.writerow([_cell(v, cells) for v in row])
     return out.getvalue()
+
+
+def _cell(value: Any, cells: dict[str, Any]) -> Any:
+    if type(value) is not str:
+        return csv_cell(value)
+    found = cells.get(value)
+    if found is None:
+        found = cells[value] = csv_cell(value)
+    return found
 
 
 def status_text(cell: dict[str, Any]) -> str:

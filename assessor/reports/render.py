@@ -12,6 +12,8 @@ import json
 from functools import cache
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from assessor import neutralise as safe
 from assessor.errors import InputError
 from assessor.reports.documents import kind_of, validate
@@ -21,8 +23,6 @@ SUFFIX = {"html": ".html", "md": ".md", "csv": ".csv", "junit": ".xml", "json": 
 
 
 def _html_finalize(value: Any) -> Any:
-    from markupsafe import Markup
-
     if value is None:
         return ""
     if isinstance(value, Markup):
@@ -76,8 +76,6 @@ def _pct(value: Any) -> str:
 
 def _lines(values: Any) -> Any:
     """Several lines of data (evidence) as one HTML-escaped block, line feeds kept."""
-    from markupsafe import Markup, escape
-
     return Markup("\n").join(escape(safe.visible(v)) for v in values)
 
 
@@ -121,20 +119,28 @@ def environment(fmt: str) -> Any:
 
 
 def render(
-    doc: dict[str, Any], fmt: str, *, results: list[dict[str, Any]] | None = None, lms: str | None = None
+    doc: dict[str, Any],
+    fmt: str,
+    *,
+    results: list[dict[str, Any]] | None = None,
+    lms: str | None = None,
+    validated: bool = False,
 ) -> str:
     """The document in ``fmt``. JUnit renders the results documents a fleet document was made from; ``lms``
-    (canvas, moodle) writes a cohort's CSV in that LMS's import layout."""
+    (canvas, moodle) writes a cohort's CSV in that LMS's import layout. ``validated``: the document is one
+    gpulab's own builders just made, and they validated it (a fleet, cohort or candidate document from
+    :mod:`assessor.reports.build`): it is not checked a second time. Any other is validated here."""
     kind = kind_of(doc)
     if kind is None:
         raise InputError("not a gpulab document")
-    validate(doc, kind)
+    if not validated:
+        validate(doc, kind)
     if lms is not None and (fmt != "csv" or kind != "cohort"):
         raise InputError(
             f"--lms {lms} is a layout of the cohort gradebook CSV: `gpulab report cohort ... -f csv --lms {lms}`"
         )
     if fmt == "json":
-        return safe.json_document(doc) + "\n"
+        return (rows_json(doc) if kind == "fleet" else safe.json_document(doc)) + "\n"
     if fmt == "csv":
         from assessor.reports import csvout
 
@@ -149,13 +155,42 @@ def render(
         raise InputError(f"--format junit is for fleet reports (check results), not {kind} reports")
     if fmt not in ("html", "md"):
         raise InputError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
-    name = "fleet" if kind == "results" else kind
-    if kind == "results":
-        from assessor.reports import fleet
+    if kind not in ("results", "fleet"):
+        return str(environment(fmt).get_template(f"{kind}.{fmt}.j2").render(doc=doc))
+    from assessor.reports import fleet
 
+    if kind == "results":
         doc = fleet.build([doc])
-    template = environment(fmt).get_template(f"{name}.{fmt}.j2")
-    return str(template.render(doc=doc))
+    # what a readable report shows of a fleet of any size: the document itself holds every host
+    return str(environment(fmt).get_template(f"fleet.{fmt}.j2").render(doc=doc, view=fleet.overview(doc)))
+
+
+def rows_json(doc: Any) -> str:
+    """A document that grows with the fleet (a fleet or results document) as JSON, laid out as a person reads
+    it: dicts and lists that hold rows (dicts) one item a line, indented two spaces a level; every other
+    value, a row included, on one line. It loads back to the same document, shows nothing hidden
+    (:func:`assessor.neutralise.json_document`), and is written by the json module's C encoder: indented JSON
+    is written in Python, several seconds at 10,000 hosts."""
+    return _layout(doc, "")
+
+
+@cache
+def _encoder() -> json.JSONEncoder:
+    return json.JSONEncoder(ensure_ascii=False)  # one line, the C encoder; as json.dumps(value, ensure_ascii=False)
+
+
+def _layout(value: Any, pad: str) -> str:
+    inner = pad + "  "
+    if type(value) is list and value and all(type(v) is dict for v in value):
+        return "[\n" + ",\n".join(inner + _layout(v, inner) for v in value) + "\n" + pad + "]"
+    if (
+        type(value) is dict
+        and value
+        and (not pad or any(type(v) is list and v and type(v[0]) is dict for v in value.values()))
+    ):
+        items = (inner + _layout(str(k), inner) + ": " + _layout(v, inner) for k, v in value.items())
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    return safe.json_visible(_encoder().encode(value))
 
 
 def merge_results(results: list[dict[str, Any]]) -> dict[str, Any]:
