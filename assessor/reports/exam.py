@@ -93,19 +93,7 @@ def _text_environment() -> Any:
     )
     env.filters["pct"] = lambda v: "" if v is None else f"{float(v):g} %"
     env.filters["num"] = lambda v: "" if v is None else f"{float(v):g}"
-    env.filters["when"] = _when
+    from assessor.reports.render import when
+
+    env.filters["when"] = when
     return env
-
-
-def _when(value: Any) -> str:
-    import datetime as dt
-
-    if not value:
-        return ""
-    try:
-        t = dt.datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    if t.tzinfo is not None:
-        t = t.astimezone(dt.UTC)
-    return t.strftime("%Y-%m-%d %H:%M") + (" UTC" if t.tzinfo is not None else "")

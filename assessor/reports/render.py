@@ -51,7 +51,7 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)
 
 
-def _when(value: Any) -> str:
+def when(value: Any) -> str:
     """An ISO 8601 time as "2026-11-07 14:09 UTC" (as given when it is not one)."""
     import datetime as dt
 
@@ -104,7 +104,7 @@ def environment(fmt: str) -> Any:
     env.filters["short"] = _short
     env.filters["pct"] = _pct
     env.filters["num"] = _num
-    env.filters["when"] = _when
+    env.filters["when"] = when
     if fmt == "html":
         env.filters["lines"] = _lines
     env.globals["level_names"] = {
