@@ -7,20 +7,12 @@ from typing import Any
 
 import click
 
-from assessor.cli.options import Reach, active_option, active_tests, reach_options
+from assessor.cli.options import Reach, active_option, active_tests, check_options, reach_options
 
 
 @click.command()
 @reach_options
-@click.option("--profile", "-p", metavar="NAME|FILE", help="Readiness profile (see `gpulab profiles list`).")
-@click.option(
-    "--check",
-    "-c",
-    "check_opts",
-    multiple=True,
-    metavar="ID[:key=value,...]",
-    help="Run this check (with parameters); with --profile, adds to or overrides it.",
-)
+@check_options
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(["table", "json", "junit"]), default="table", show_default=True
 )

@@ -73,6 +73,21 @@ def target_options(identity: str | None, known_hosts: str | None, accept_new_hos
     return TargetOptions(accept_new_host_keys=accept_new_host_keys, identity=identity, known_hosts=known_hosts)
 
 
+def check_options(f: Any) -> Any:
+    """--profile and --check: which checks an assessment runs, with which parameters (``profile``, ``check_opts``)."""
+    f = click.option(
+        "--check",
+        "-c",
+        "check_opts",
+        multiple=True,
+        metavar="ID[:key=value,...]",
+        help="Run this check (with parameters); with --profile, adds to or overrides it.",
+    )(f)
+    return click.option("--profile", "-p", metavar="NAME|FILE", help="Readiness profile (see `gpulab profiles list`).")(
+        f
+    )
+
+
 def reach_options(f: Any) -> Any:
     """Options every command that reaches many targets shares; they reach the command as one Reach."""
     options = [

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from assessor.cli.options import Reach, reach_options
+from assessor.cli.options import Reach, check_options, reach_options
 
 
 def node_options(f: Any) -> Any:
@@ -55,15 +55,7 @@ def labeller(node_name: str | None, label_node: bool, label_key: str) -> Any:
 
 @click.command()
 @reach_options
-@click.option("--profile", "-p", metavar="NAME|FILE", help="Readiness profile (see `gpulab profiles list`).")
-@click.option(
-    "--check",
-    "-c",
-    "check_opts",
-    multiple=True,
-    metavar="ID[:key=value,...]",
-    help="Run this check (with parameters); with --profile, adds to or overrides it.",
-)
+@check_options
 @click.option(
     "--results",
     "results_file",
