@@ -4,26 +4,11 @@ scripted candidate can solve the tasks the exam draws."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from assessor.labs.loader import default_root
-
-# Shipped labs a scripted candidate solves with their reference solutions: node labs, a node lab with a ticket
-# for the data centre, and design labs (graded from an answer file).
-SOLVABLE = (
-    "drv-101",
-    "drv-201",
-    "health-101",
-    "health-201",
-    "mig-201",
-    "nccl-301",
-    "ib-201",
-    "design-502",
-    "design-503",
-)
+from tests.support.solvable_labs import solvable_labs as copy_solvable_labs
 
 
 @pytest.fixture
@@ -36,13 +21,5 @@ def exam_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def solvable_labs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """GPULAB_LABS at a copy of :data:`SOLVABLE` and the shipped data files (blueprints, levels, exams)."""
-    shipped = default_root()
-    root = tmp_path / "labs"
-    for lab in SOLVABLE:
-        found = next(shipped.glob(f"*/{lab}"))
-        shutil.copytree(found, root / found.parent.name / lab)
-    for name in ("blueprints.yaml", "levels.yaml", "exams.yaml"):
-        shutil.copy(shipped / name, root / name)
-    monkeypatch.setenv("GPULAB_LABS", str(root))
-    return root
+    """GPULAB_LABS at a copy of the shipped labs a scripted candidate solves (tests/support/solvable_labs.py)."""
+    return copy_solvable_labs(monkeypatch, tmp_path)

@@ -9,7 +9,6 @@ simulated nodes in process and solves only its first task; both commands run thr
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,12 @@ from click.testing import CliRunner
 
 from assessor.cli import main
 from assessor.labs import attempts, exam_run, exam_session, levels
-from assessor.labs.loader import default_root, load_catalogue
+from assessor.labs.loader import load_catalogue
 from assessor.labs.readiness import readiness
-from tests.exam.conftest import SOLVABLE
 from tests.exam.scripted import solve
 from tests.exam.test_session import Clock
 from tests.reports.builders import add
+from tests.support.solvable_labs import solvable_labs
 
 EXAM = "NCP-AII"
 PASSED = ("drv-101", "health-101")  # lab passes recorded before the sitting
@@ -36,14 +35,7 @@ def gpulab(*args: str) -> tuple[int, str]:
 @pytest.fixture
 def db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """GPULAB_LABS at a copy of the labs a scripted candidate solves, GPULAB_DB in tmp_path with ada's passes."""
-    shipped = default_root()
-    root = tmp_path / "labs"
-    for lab in SOLVABLE:
-        found = next(shipped.glob(f"*/{lab}"))
-        shutil.copytree(found, root / found.parent.name / lab)
-    for name in ("blueprints.yaml", "levels.yaml", "exams.yaml"):
-        shutil.copy(shipped / name, root / name)
-    monkeypatch.setenv("GPULAB_LABS", str(root))
+    solvable_labs(monkeypatch, tmp_path)
     path = tmp_path / "attempts.db"
     monkeypatch.setenv("GPULAB_DB", str(path))
     with attempts.opened(path) as conn:
