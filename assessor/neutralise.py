@@ -94,7 +94,7 @@ def json_document(doc: Any, *, indent: int | None = 2) -> str:
 
 
 def json_visible(text: str) -> str:
-    """JSON text with every character :func:`visible` would escape written as a JSON ``\\uXXXX`` escape
+    """JSON text with every character :func:`visible` would escape written as a JSON escape such as ``\\u202e``
     (the same JSON value). Text that is ASCII without DEL has none of them: it is returned as it is, which
     saves scanning a 60 MB document character by character."""
     if text.isascii() and "\x7f" not in text:

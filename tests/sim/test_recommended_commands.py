@@ -38,9 +38,6 @@ _NOT_SIMULATED = {
     "nvidia-mig-parted",
     "grep",
     "gpulab",  # gpulab's own CLI, not a node tool
-    "gpulab:",  # gpulab's own messages ("gpulab: no verdict ..."), read as a command by the scan
-    "gpulab:latest",  # the container image the Kubernetes manifests name
-    "gpulab's",  # prose on gpulab's own words ("gpulab's reason"), read as a command by the scan
     "gpulab-env",
 }
 
@@ -137,7 +134,8 @@ def sim_message_texts() -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------- from prose to a command line
 
-_PROGRAM = r"(?<![\w/.~-])(?:sudo\s+)?(?:[A-Z_]+=\S+\s+)*(?:{})(?![\w/.-])".format(
+# A program name followed by ":" or "'" is prose ("gpulab: no verdict", "gpulab's reason", "gpulab:latest").
+_PROGRAM = r"(?<![\w/.~-])(?:sudo\s+)?(?:[A-Z_]+=\S+\s+)*(?:{})(?![\w/.:'-])".format(
     "|".join(re.escape(p) for p in sorted(_SIMULATED | _NOT_SIMULATED, key=len, reverse=True))
 )
 # Words that end a command written inside a sentence ("nvidia-smi -pm 1 until reboot").
@@ -231,10 +229,7 @@ def recommendations() -> list[Recommendation]:
 
 
 def _argv(command: str) -> list[str]:
-    try:
-        argv = shlex.split(command)
-    except ValueError:  # a quote the sentence closes after the command ("gpulab: gpu.xid Xid 79 ...")
-        argv = command.split()
+    argv = shlex.split(command)
     if argv and argv[0] == "sudo":
         argv = argv[1:]
     env = []
