@@ -558,3 +558,22 @@ PARTIAL: dict[str, tuple[Walk, float]] = {
     "health-405": (["systemctl start nvidia-persistenced", ticket(row("GPU 6", "degraded-width", "reseat-gpu"))], 65.0),
     "ib-403": ([conf(f"NCCL_IB_HCA={H100_RAILS}", "NCCL_NVLS_ENABLE=1")], 50.0),  # the rails back, no ticket
 }
+
+
+def _merge_topic_walks() -> None:
+    """Newer labs keep their walks in a module of their own, ``tests/labs/walks_<topic>.py`` (its ``WALKS`` and
+    ``PARTIAL``, shaped as here; its ``LEFT_BROKEN`` is merged by :mod:`tests.labs.walks_left_broken`)."""
+    import importlib
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).parent.glob("walks_*.py")):
+        if path.stem == "walks_left_broken":
+            continue
+        module = importlib.import_module(f"tests.labs.{path.stem}")
+        for name, walks in getattr(module, "WALKS", {}).items():
+            assert name not in WALKS, f"{path.name}: {name} has walks in tests/labs/walks.py already"
+            WALKS[name] = walks
+        PARTIAL.update(getattr(module, "PARTIAL", {}))
+
+
+_merge_topic_walks()

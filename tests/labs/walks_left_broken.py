@@ -269,3 +269,20 @@ LEFT_BROKEN: dict[str, LeftBroken] = {
         )
     ],
 }
+
+
+def _merge_topic_left_broken() -> None:
+    """The ``LEFT_BROKEN`` of each ``tests/labs/walks_<topic>.py`` (see :mod:`tests.labs.walks`)."""
+    import importlib
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).parent.glob("walks_*.py")):
+        if path.stem == "walks_left_broken":
+            continue
+        module = importlib.import_module(f"tests.labs.{path.stem}")
+        for name, walks in getattr(module, "LEFT_BROKEN", {}).items():
+            assert name not in LEFT_BROKEN, f"{path.name}: {name} has left-broken walks here already"
+            LEFT_BROKEN[name] = walks
+
+
+_merge_topic_left_broken()
