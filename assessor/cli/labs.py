@@ -107,7 +107,7 @@ def lab() -> None:
 
 
 @lab.command("list")
-@click.option("--domain", help="Only this domain (drivers, mig, nccl, infiniband, health, design).")
+@click.option("--domain", help="Only this domain (drivers, mig, nccl, infiniband, health, slurm, containers, design).")
 @click.option("--level", type=click.IntRange(1, 5), help="Only this level (1-5).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--candidate", help="Whose state to show per lab (default: the OS user).")

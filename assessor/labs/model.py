@@ -13,6 +13,8 @@ DOMAIN_PREFIX: dict[str, str] = {
     "nccl": "nccl",
     "infiniband": "ib",
     "health": "health",
+    "slurm": "slurm",
+    "containers": "ctr",
     "design": "design",
 }
 DOMAINS: tuple[str, ...] = tuple(DOMAIN_PREFIX)

@@ -109,7 +109,7 @@ def test_an_exam_domain_trained_by_two_lab_domains_is_shared(rules):
 
 def test_shipped_weights_cover_every_domain_and_sum_to_one(rules):
     weights = levels.domain_weights(rules)
-    assert set(weights) == {"drivers", "mig", "nccl", "infiniband", "health", "design"}
+    assert set(weights) == {"drivers", "mig", "nccl", "infiniband", "health", "slurm", "containers", "design"}
     assert sum(weights.values()) == 1
     assert all(w > 0 for w in weights.values())
 

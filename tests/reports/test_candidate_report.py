@@ -54,7 +54,16 @@ def test_candidate_document_levels_best_latest_late_and_flags(db: Path) -> None:
     assert code == 0
     doc = json.loads(out)
     levels = {d["domain"]: d["level"] for d in doc["domains"]}
-    assert levels == {"drivers": 2, "mig": 0, "nccl": 0, "infiniband": 2, "health": 1, "design": 0}
+    assert levels == {
+        "drivers": 2,
+        "mig": 0,
+        "nccl": 0,
+        "infiniband": 2,
+        "health": 1,
+        "slurm": 0,
+        "containers": 0,
+        "design": 0,
+    }
     assert doc["overall"]["level"] == 1 and "blueprint weight" in doc["overall"]["explanation"]
     labs = {e["lab"]: e for e in doc["labs"]}
     health = labs["health-101"]
