@@ -152,6 +152,11 @@ def test_a_run_that_never_started_fails_every_host() -> None:
 
 
 def test_unreachable_reason_keeps_what_ssh_said() -> None:
+    # what ssh said first, not the broken pipe that followed it
+    said = "Failed to connect to the host via ssh: Host key verification failed.\r\nBroken pipe\r\n"
+    assert unreachable_reason(said) == "Host key verification failed."
+    changed = "@@@@@\r\n@ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @\r\nHost key verification failed.\r\n"
+    assert unreachable_reason(changed) == "Host key verification failed."
     assert unreachable_reason(REFUSED) == "ssh: connect to host 127.0.0.1 port 33537: Connection refused"
     assert unreachable_reason("Failed to connect to the host via ssh: Host key verification failed.\r\n") == (
         "Host key verification failed."

@@ -209,7 +209,25 @@ def unreachable_reason(message: str) -> str:
         if text.startswith(prefix):
             text = text[len(prefix) :].strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # ssh's own verdict wins over what followed it: under load the pipe to a refused host breaks after ssh has
+    # said why ("Host key verification failed." then "Broken pipe").
+    for verdict in SSH_VERDICTS:
+        said = next((line for line in lines if line.lower().startswith(verdict)), None)
+        if said is not None:
+            return said
     return lines[-1] if lines else "unreachable"
+
+
+# The first words of ssh's fatal messages (OpenSSH's ssh.c and sshconnect.c), the most telling first.
+SSH_VERDICTS = (
+    "host key verification failed",
+    "permission denied",
+    "no ed25519 host key is known",
+    "no ecdsa host key is known",
+    "no rsa host key is known",
+    "ssh: connect to host",
+    "ssh: could not resolve hostname",
+)
 
 
 def inventory_variable(path: str, name: str, limit: str | None = None) -> dict[str, Any]:
