@@ -2,7 +2,8 @@
 
 An instructor's inventory lists the candidates' nodes; ``gpulab lab start|grade|solve|reset ID -i INV``
 without ``--target`` acts on all of them (``--limit`` selects some). The playbooks run once over the whole
-selection with Ansible's forks; grading captures the hosts in a pool of threads. Each host's candidate is
+selection with Ansible's forks; grading captures the hosts in a pool of threads (of processes for simulated
+nodes, which only compute). Each host's candidate is
 its inventory variable ``gpulab_candidate`` or a line of ``--candidates FILE``; without either, the host
 name stands for the candidate. One failing or unreachable host is reported for that host; the others finish.
 
@@ -20,9 +21,11 @@ a grade for all hosts at once (:func:`assessor.labs.grade.grade_all`); every sta
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -341,32 +344,16 @@ def start(
     unreachable, and has no start.
     """
     from assessor.labs import attempts
-    from assessor.labs import capture as labcapture
-    from assessor.labs.loader import with_variant
-    from assessor.targets.ssh_connection import HostError
 
     outcomes = dict(run_step(lab, "start", cohort, options, forks=forks, extravars=extravars))
     variants = host_variants(lab, cohort)  # what run_step set each host up with
     ready = [h for h in cohort.hosts if outcomes[h.name].status == "ok"]
-    not_captured = "set up, but not captured for the start"
-
-    def capture(host: CohortHost) -> tuple[CohortHost, Any, HostOutcome | None]:
-        mine = with_variant(lab, variants[host.name])  # the baseline of the lab as it was set up
-        try:
-            record = labcapture.start_record(
-                mine, host.name, timeout=timeout, options=options, inventory=cohort.inventory
-            )
-        except HostError as exc:
-            why = str(exc).removeprefix("unreachable: ")
-            return host, None, HostOutcome(host.name, "unreachable", f"{not_captured}: {why}")
-        except GpulabError as exc:
-            return host, None, HostOutcome(host.name, "failed", f"{not_captured}: {exc}")
-        return host, record, None
 
     def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, HostOutcome | None]:
         return host, None, _crashed(host, exc)
 
-    captured = _pooled(capture, ready, forks, crashed)
+    capture = functools.partial(_start_capture, lab, variants, timeout, options, cohort.inventory)
+    captured = _pooled(capture, ready, forks, crashed, processes=_compute_only(ready))
     outcomes.update({host.name: problem for host, _, problem in captured if problem is not None})
     recorded = [(host, record) for host, record, _ in captured if record is not None]
     if recorded:
@@ -393,31 +380,17 @@ def grade(
     without one is graded without it (its ticket checks are ``error``), a malformed one fails that host
     only, naming the file, line and key.
     """
-    from assessor.labs import capture as labcapture
     from assessor.labs import grade as one_pass
-    from assessor.targets.ssh_connection import HostError
 
     check_lab(lab, cohort, "grade")
     if answers is not None and not lab.takes_answer:
         raise InputError(f"lab {lab.id} grades the node only: it reads no answer files (drop --answers)")
 
-    def capture(host: CohortHost) -> tuple[CohortHost, Any, Any, str, str]:
-        try:
-            path = ticket_file(answers, host.candidate) if answers is not None else None
-            ticket = one_pass.load_ticket(lab, str(path)) if path is not None and path.is_file() else None
-            captured = labcapture.capture_node(
-                lab, host.name, timeout=timeout, options=options, inventory=cohort.inventory
-            )
-        except HostError as exc:
-            return host, None, None, "unreachable", str(exc).removeprefix("unreachable: ")
-        except GpulabError as exc:
-            return host, None, None, "failed", str(exc)
-        return host, captured, ticket, "graded", ""
-
     def crashed(host: CohortHost, exc: BaseException) -> tuple[CohortHost, Any, Any, str, str]:
         return host, None, None, "failed", f"internal error: {type(exc).__name__}: {exc}"
 
-    taken = _pooled(capture, list(cohort.hosts), forks, crashed)
+    capture = functools.partial(_grade_capture, lab, timeout, options, answers, cohort.inventory)
+    taken = _pooled(capture, list(cohort.hosts), forks, crashed, processes=_compute_only(cohort.hosts))
     graded = [(host.candidate, captured, ticket) for host, captured, ticket, _, _ in taken if captured is not None]
     results = iter(one_pass.grade_all(lab, graded, db=db, one_connection=True))
     return [
@@ -476,6 +449,62 @@ def _record_start(
     )
 
 
+def _start_capture(
+    lab: Lab,
+    variants: Mapping[str, dict[str, Any]],
+    timeout: float,
+    options: TargetOptions | None,
+    inventory: str | None,
+    host: CohortHost,
+) -> tuple[CohortHost, Any, HostOutcome | None]:
+    """One ready host captured for its start (identity and baseline of the lab as it was set up there)."""
+    from assessor.labs import capture as labcapture
+    from assessor.labs.loader import with_variant
+    from assessor.targets.ssh_connection import HostError
+
+    not_captured = "set up, but not captured for the start"
+    mine = with_variant(lab, variants[host.name])
+    try:
+        record = labcapture.start_record(mine, host.name, timeout=timeout, options=options, inventory=inventory)
+    except HostError as exc:
+        why = str(exc).removeprefix("unreachable: ")
+        return host, None, HostOutcome(host.name, "unreachable", f"{not_captured}: {why}")
+    except GpulabError as exc:
+        return host, None, HostOutcome(host.name, "failed", f"{not_captured}: {exc}")
+    return host, record, None
+
+
+def _grade_capture(
+    lab: Lab,
+    timeout: float,
+    options: TargetOptions | None,
+    answers: str | None,
+    inventory: str | None,
+    host: CohortHost,
+) -> tuple[CohortHost, Any, Any, str, str]:
+    """One host captured for its grade, with its candidate's ticket from ``answers`` when the lab takes one."""
+    from assessor.labs import capture as labcapture
+    from assessor.labs import grade as one_pass
+    from assessor.targets.ssh_connection import HostError
+
+    try:
+        path = ticket_file(answers, host.candidate) if answers is not None else None
+        ticket = one_pass.load_ticket(lab, str(path)) if path is not None and path.is_file() else None
+        captured = labcapture.capture_node(lab, host.name, timeout=timeout, options=options, inventory=inventory)
+    except HostError as exc:
+        return host, None, None, "unreachable", str(exc).removeprefix("unreachable: ")
+    except GpulabError as exc:
+        return host, None, None, "failed", str(exc)
+    return host, captured, ticket, "graded", ""
+
+
+def _compute_only(hosts: Sequence[CohortHost]) -> bool:
+    """Whether capturing ``hosts`` only computes (simulated nodes' files, more of them than cores): then the
+    pool is of processes, as a fleet assess of the same hosts uses (threads would take turns on one core)."""
+    cores = os.cpu_count() or 1
+    return len(hosts) > cores > 1 and all(h.target.startswith("mock:") for h in hosts)
+
+
 def _crashed(host: CohortHost, exc: BaseException) -> HostOutcome:
     return HostOutcome(host.name, "failed", f"internal error: {type(exc).__name__}: {exc}")
 
@@ -485,12 +514,20 @@ def _pooled(
     hosts: list[CohortHost],
     forks: int,
     crashed: Callable[[CohortHost, BaseException], _T],
+    *,
+    processes: bool = False,
 ) -> list[_T]:
-    """``work`` over ``hosts`` with ``forks`` threads, results in host order; a host whose work raised gets
-    ``crashed(host, exc)`` so one host's bug never loses the others' results."""
+    """``work`` over ``hosts`` with ``forks`` threads (or, with ``processes``, one process per core: ``work``
+    must then pickle), results in host order; a host whose work raised gets ``crashed(host, exc)`` so one
+    host's bug never loses the others' results."""
     if not hosts:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts))), thread_name_prefix="gpulab-cohort") as pool:
+    pool: Executor
+    if processes:
+        pool = ProcessPoolExecutor(max_workers=max(1, min(forks, os.cpu_count() or 1)))
+    else:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts))), thread_name_prefix="gpulab-cohort")
+    with pool:
         futures = [pool.submit(work, h) for h in hosts]
         out = []
         for host, future in zip(hosts, futures, strict=True):
