@@ -192,11 +192,107 @@ class IbDevice:
 
 
 @dataclass
+class IbLink:
+    """One cable from a CA's port into the fabric, as ``ibnetdiscover`` or ``iblinkinfo`` show it."""
+
+    ca: str  # the CA's node description: "hgx-h100-01 mlx5_2" (host and device)
+    port: int
+    peer: str | None = None  # the far end's node description: "MF0;ib-leaf-03:MQM9700/U1"
+    peer_port: int | None = None
+    peer_guid: str | None = None  # 0xfc6a1c0300a1b2c3
+    peer_lid: int | None = None
+    guid: str | None = None  # the CA's node GUID
+    lid: int | None = None
+    width: str | None = None  # 4X
+    speed: str | None = None  # NDR, HDR
+    state: str | None = None  # Active (iblinkinfo)
+
+
+@dataclass
+class LinkPhy:
+    """One port's physical layer as ``mlxlink -d DEV [-m] [-c]`` prints it: link, counters and BER, module."""
+
+    device: str | None = None  # what -d named (mlx5_3, /dev/mst/mt4129_pciconf3); None when the paste lacks it
+    port: int | None = None
+    state: str | None = None  # Active
+    physical_state: str | None = None  # LinkUp
+    speed: str | None = None  # IB-NDR, 400G
+    width: str | None = None  # 4x
+    fec: str | None = None
+    status_opcode: int | None = None  # 0: no issue
+    recommendation: str | None = None
+    firmware: str | None = None  # the adapter's, from Tool Information
+    time_since_clear_min: float | None = None
+    effective_errors: int | None = None
+    effective_ber: float | None = None
+    raw_ber: float | None = None
+    raw_errors_per_lane: list[int] = field(default_factory=list)
+    link_down: int | None = None
+    link_recovery: int | None = None
+    module_identifier: str | None = None  # OSFP, QSFP28
+    module_vendor: str | None = None
+    module_part_number: str | None = None
+    module_serial: str | None = None
+    module_firmware: str | None = None  # None: N/A (a passive copper cable has none)
+
+
+@dataclass
+class AdapterFirmware:
+    """One adapter as ``mlxfwmanager --query`` (or ``mlxup``) lists it: the firmware on flash and, where a
+    burned image is not loaded yet, the one still running."""
+
+    device: str | None = None  # PCI Device Name: /dev/mst/mt4129_pciconf0 or 0000:1a:00.0
+    device_type: str | None = None  # ConnectX7
+    part_number: str | None = None
+    psid: str | None = None
+    base_guid: str | None = None  # the node GUID ibstat prints (without 0x)
+    firmware: str | None = None  # the FW row's Current: the image on flash
+    running: str | None = None  # the FW (Running) row: only while a burned image waits for a reset
+    available: str | None = None  # what the given image (or the web) offers; None: N/A
+    status: str | None = None  # Up to date, Update required, No matching image found
+
+
+@dataclass
 class KernelModule:
     name: str
     size: int | None = None
     used_by_count: int | None = None
     used_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DebPackage:
+    """One row of ``dpkg -l``: a package in dpkg's database."""
+
+    name: str  # without its :arch: libnvidia-compute-535-server
+    status: str  # the first two letters: ii installed, rc removed (configuration files left), iU, iF, ...
+    version: str | None = None  # 535.129.03-0ubuntu0.22.04.1 (may be cut short in a narrow terminal)
+    arch: str | None = None
+
+
+@dataclass
+class DkmsBuild:
+    """One line of ``dkms status``: a module version in the DKMS tree and the kernel it was built for."""
+
+    module: str  # nvidia
+    version: str  # 535.129.03
+    state: str  # added, built, installed
+    kernel: str | None = None  # None: added only
+    arch: str | None = None
+
+
+@dataclass
+class SlurmNode:
+    """One node as Slurm's controller sees it (``scontrol show node``): its state, why, and its GRES."""
+
+    name: str
+    state: str  # as scontrol prints it: IDLE, MIXED, IDLE+DRAIN, IDLE+DRAIN+INVALID_REG, DOWN*
+    reason: str | None = None  # without the [user@time] scontrol adds; None: no reason set
+    gres: str | None = None  # Gres=: gpu:8, gpu:h100:8(S:0-1), gpu:1g.10gb:7; None for (null)
+    gres_used: str | None = None  # GresUsed= where scontrol prints it
+    alloc_tres: str | None = None  # AllocTRES=: cpu=2,gres/gpu=1
+    version: str | None = None  # the slurmd's version, once it registered
+    partitions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -356,6 +452,93 @@ class DcgmDiag:
 
 
 @dataclass
+class HplResult:
+    """One result row of HPL (netlib's ``xhpl`` or NVIDIA's HPL-NVIDIA) and its residual check."""
+
+    variant: str  # T/V: WR01C2R4 (netlib), WC0 or WC03R2R2 (HPL-NVIDIA)
+    n: int
+    nb: int
+    p: int
+    q: int
+    time_s: float
+    gflops: float
+    gflops_per_gpu: float | None = None  # HPL-NVIDIA's "(   per GPU)" column; None in netlib's table
+    residual: float | None = None  # the scaled residual ||Ax-b||_oo/(eps*(...)*N)
+    residual_check: str | None = None  # PASSED or FAILED; None: the paste holds no residual line for it
+
+
+@dataclass
+class HplRun:
+    version: str | None = None  # "HPL-NVIDIA 24.3.0", "HPLinpack 2.1"
+    results: list[HplResult] = field(default_factory=list)
+    error: str | None = None  # why it stopped: an "HPL ERROR" line, a CUDA or MPI failure
+
+
+@dataclass
+class NvbandwidthRow:
+    label: int  # the CPU (NUMA node) or source GPU of the row
+    values: list[float | None] = field(default_factory=list)  # one per column; None where it printed N/A
+
+
+@dataclass
+class NvbandwidthTest:
+    """One nvbandwidth test case: its matrix (rows: CPU or source GPU, columns: GPU) and its SUM."""
+
+    name: str | None  # host_to_device_memcpy_ce; None when the paste lost the "Running" and SUM lines
+    title: str | None = None  # memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+    columns: list[int] = field(default_factory=list)
+    rows: list[NvbandwidthRow] = field(default_factory=list)
+    sum_gbps: float | None = None
+    error: str | None = None  # an ASSERT or CUDA error printed instead of the matrix
+
+    def per_column(self) -> dict[int, float]:
+        """The best figure each column (GPU) reached over the rows: GB/s by GPU index."""
+        out: dict[int, float] = {}
+        for row in self.rows:
+            for column, value in zip(self.columns, row.values, strict=False):
+                if value is not None and math.isfinite(value):
+                    out[column] = max(out.get(column, value), value)
+        return out
+
+
+@dataclass
+class NvbandwidthRun:
+    version: str | None = None  # v0.8
+    driver_version: str | None = None
+    devices: list[str] = field(default_factory=list)  # GPU names in device order ("Device N: NAME (bus)")
+    tests: list[NvbandwidthTest] = field(default_factory=list)
+
+
+@dataclass
+class ContainerEngine:
+    """``docker info``: what the running docker daemon offers containers."""
+
+    server_version: str | None = None
+    runtimes: list[str] = field(default_factory=list)  # io.containerd.runc.v2 nvidia runc
+    default_runtime: str | None = None
+    cdi_spec_dirs: list[str] | None = None  # None: no CDI section (CDI off, or an engine before 25)
+    error: str | None = None  # the daemon did not answer ("Cannot connect to the Docker daemon ...")
+
+
+@dataclass
+class CdiDevice:
+    name: str  # qualified: nvidia.com/gpu=0:1
+    device_nodes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CdiSpec:
+    """A CDI spec file (``/etc/cdi/nvidia.yaml``): the devices it defines and the driver files it injects."""
+
+    kind: str | None = None  # nvidia.com/gpu
+    cdi_version: str | None = None
+    devices: list[CdiDevice] = field(default_factory=list)
+    common_device_nodes: list[str] = field(default_factory=list)
+    libraries: list[str] = field(default_factory=list)  # host paths of the driver libraries it mounts
+    driver_version: str | None = None  # the driver it was generated for (its library names, the compat hook)
+
+
+@dataclass
 class DriverInfo:
     version: str | None = None  # 535.129.03
     cuda_version: str | None = None  # 12.2
@@ -381,14 +564,24 @@ class NodeFacts:
     topology: Topology | None = None
     ib_ports: list[IbPort] | None = None
     ib_devices: list[IbDevice] | None = None
+    link_phy: list[LinkPhy] | None = None  # mlxlink, one entry per port it was run on
+    adapter_firmware: list[AdapterFirmware] | None = None  # mlxfwmanager --query
+    ib_links: list[IbLink] | None = None  # the cables from CA ports into the fabric (ibnetdiscover, iblinkinfo)
     modules: list[KernelModule] | None = None
     services: list[Service] | None = None
+    slurm_nodes: list[SlurmNode] | None = None  # scontrol show node -o: Slurm's own view of its nodes
     kernel_events: list[KernelEvent] | None = None
     nccl: NcclRun | None = None
     ib_write_bw: PerftestRun | None = None
     dcgm_diag: DcgmDiag | None = None
+    hpl: HplRun | None = None
+    nvbandwidth: NvbandwidthRun | None = None
     os_release: dict[str, str] | None = None
     uname: str | None = None
+    packages: list[DebPackage] | None = None  # dpkg -l
+    dkms: list[DkmsBuild] | None = None  # dkms status
+    container_engine: ContainerEngine | None = None
+    cdi_spec: CdiSpec | None = None
     # How many GPUs the driver reports attached (nvidia-smi -q's "Attached GPUs", the XML's
     # <attached_gpus>): more than ``gpus`` holds when the output was cut or filtered (-i 0, -d MEMORY).
     gpus_attached: int | None = None

@@ -64,16 +64,42 @@ def _dcgm(level: int) -> Command:
     return _cmd(_active_file("dcgm"), ["dcgmi", "diag", "-r", str(level)])
 
 
-# Active tests, by name, with their default argument: the GPU count for nccl, the diagnostic
-# level for dcgm (2 runs the hardware tests: memory, PCIe, NVLink; 1 only checks the deployment).
-ACTIVE: dict[str, tuple[Callable[[int], Command], int]] = {"nccl": (_nccl, 8), "dcgm": (_dcgm, 2)}
+# HPL-NVIDIA as the NGC HPC-Benchmarks container runs it: one rank per GPU, the container's sample input for
+# that many GPUs (HPL-1GPU.dat, HPL-8GPUs.dat).
+HPL_SAMPLE_DAT = "/workspace/hpl-linux-x86_64/sample-dat/HPL-{gpus}.dat"
+
+
+def _hpl(gpus: int) -> Command:
+    dat = HPL_SAMPLE_DAT.format(gpus="1GPU" if gpus == 1 else f"{gpus}GPUs")
+    argv = ["mpirun", "--allow-run-as-root", "--bind-to", "none", "-np", str(gpus), "hpl.sh", "--dat", dat]
+    return _cmd(_active_file("hpl"), argv)
+
+
+def _nvbandwidth(_: int) -> Command:
+    # the copy engines' host-to-device and device-to-host copies, each GPU on its own
+    argv = ["nvbandwidth", "-t", "host_to_device_memcpy_ce", "device_to_host_memcpy_ce"]
+    return _cmd(_active_file("nvbandwidth"), argv)
+
+
+# Active tests, by name, with their default argument: the GPU count for nccl and hpl, the diagnostic
+# level for dcgm (2 runs the hardware tests: memory, PCIe, NVLink; 1 only checks the deployment); nvbandwidth
+# takes none.
+ACTIVE: dict[str, tuple[Callable[[int], Command], int]] = {
+    "nccl": (_nccl, 8),
+    "dcgm": (_dcgm, 2),
+    "hpl": (_hpl, 8),
+    "nvbandwidth": (_nvbandwidth, 0),
+}
 
 
 def active_command(spec: str) -> Command:
     """The command of an active test: ``nccl``, ``nccl:4`` (4 GPUs), ``dcgm``, ``dcgm:3`` (level 3)."""
+    from assessor.capture import per_adapter
     from assessor.errors import InputError
 
     name, _, arg = spec.partition(":")
+    if name == per_adapter.TEST and not arg:  # capture() runs it once per adapter; this names its command
+        return _cmd(per_adapter.FILE, per_adapter.argv("DEV"))
     if name not in ACTIVE:
         raise InputError(f"unknown active test {name!r} (tests: {', '.join(ACTIVE)})")
     build, default = ACTIVE[name]
@@ -92,6 +118,11 @@ def nccl_test(gpus: int) -> str:
 def dcgm_diag(level: int) -> str:
     """The active-test spec of ``dcgmi diag -r LEVEL``."""
     return f"dcgm:{level}"
+
+
+def hpl_run(gpus: int) -> str:
+    """The active-test spec of an HPL-NVIDIA run over ``gpus`` GPUs."""
+    return f"hpl:{gpus}"
 
 
 @dataclass
@@ -181,10 +212,17 @@ def capture(
     nvml_json: Callable[[], str] | None = None,
 ) -> Snapshot:
     """Capture every snapshot source through ``runner``; ``nvml_json`` adds the NVML collector."""
+    from assessor.capture import per_adapter
+
     snap = Snapshot(host=host)
-    commands = list(COMMANDS) + [active_command(spec) for spec in active]
+    commands = list(COMMANDS) + [active_command(spec) for spec in active if spec != per_adapter.TEST]
     for command in commands:
         snap.sources[command.file] = source_from(command, runner, timeout)
+    if per_adapter.TEST in active:  # once per adapter ibstat listed above
+        snap.sources[per_adapter.FILE] = per_adapter.capture_mlxlink(
+            lambda argv: source_from(Command(per_adapter.FILE, (argv,)), runner, timeout),
+            snap.sources.get("ibstat.txt"),
+        )
     if nvml_json is not None:
         snap.sources[NVML_FILE] = nvml_source(nvml_json)
     if snap.host is None:

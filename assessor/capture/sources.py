@@ -18,6 +18,8 @@ SERVICES = (
     "nvidia-imex.service",  # GB200 NVL72 compute trays: the IMEX daemon of the NVLink domain
     "openibd.service",
     "opensm.service",
+    "docker.service",  # the container engine and its runtime, where a node runs containers
+    "containerd.service",
 )
 SERVICE_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"
 NVML_COLLECTOR = "the NVML collector (pynvml)"
@@ -54,6 +56,7 @@ FILES: tuple[SnapshotFile, ...] = (
     _row("nvidia-smi-mig-lgipp.txt", "nvidia-smi-mig-lgipp", "nvidia-smi mig -lgipp", priority=21),
     _row("ibstat.txt", "ibstat", "ibstat", ("ibstat",)),
     _row("ibv_devinfo.txt", "ibv-devinfo", "ibv_devinfo", ("ibv_devinfo",)),
+    _row("mlxfwmanager.txt", "mlxfwmanager", "mlxfwmanager --query (MFT)", ("mlxfwmanager", "--query")),
     _row("lsmod.txt", "lsmod", "lsmod", ("lsmod",)),
     _row(
         "dmesg.txt",
@@ -84,10 +87,36 @@ FILES: tuple[SnapshotFile, ...] = (
         ("cat", "/proc/driver/nvidia/version"),
     ),
     _row("os-release.txt", "os-release", "/etc/os-release", ("cat", "/etc/os-release")),
+    _row("docker-info.txt", "docker-info", "docker info", ("docker", "info")),
+    _row(
+        "cdi-spec.yaml",
+        "cdi-spec",
+        "the CDI spec of the NVIDIA GPUs (/etc/cdi/nvidia.yaml)",
+        ("cat", "/etc/cdi/nvidia.yaml"),
+        ("cat", "/var/run/cdi/nvidia.yaml"),
+        ("cat", "/etc/cdi/nvidia.json"),
+    ),
     _row("uname.txt", "uname", "uname -a", ("uname", "-a")),
+    # The cables from the node's HCAs into the fabric: the topology file, or iblinkinfo where it is pasted.
+    _row("ibnetdiscover.txt", "ibnetdiscover", "ibnetdiscover", ("ibnetdiscover",), priority=30),
+    _row("iblinkinfo.txt", "iblinkinfo", "iblinkinfo (as pasted)", priority=31),
+    _row("dpkg.txt", "dpkg-list", "dpkg -l (the installed packages)", ("dpkg", "-l")),
+    _row("dkms-status.txt", "dkms-status", "dkms status", ("dkms", "status")),
+    _row(
+        "scontrol-node.txt",
+        "scontrol-node",
+        "scontrol show node -o (Slurm's view of its nodes)",
+        ("scontrol", "show", "node", "-o"),
+    ),
+    # mlxlink once per adapter ibstat lists, each run after its command (assessor.capture.per_adapter)
+    _row("mlxlink.txt", "mlxlink", "mlxlink -d DEV -m -c, for each adapter", active="mlxlink"),
     _row("ib_write_bw.txt", "ib-write-bw", "perftest ib_write_bw, client side (run by hand between two nodes)"),
     _row("nccl-tests.txt", "nccl-tests", "an nccl-tests run such as all_reduce_perf", active="nccl"),
     _row("dcgmi-diag.txt", "dcgmi-diag", "dcgmi diag -r N", active="dcgm"),
+    _row("hpl.txt", "hpl", "an HPL-NVIDIA run (hpl.sh over every GPU)", active="hpl"),
+    _row(
+        "nvbandwidth.txt", "nvbandwidth", "nvbandwidth's host-to-device and device-to-host copies", active="nvbandwidth"
+    ),
 )
 
 BY_FILE: dict[str, SnapshotFile] = {f.file: f for f in FILES}

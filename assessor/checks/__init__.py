@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from assessor.checks import (  # noqa: F401  (registration side effects)
+    cabling,
+    containers,
     dcgm,
     driver,
+    driver_packages,
     fabric,
+    firmware,
     gpu,
+    hpl,
     ib,
     mig,
     nccl,
     node,
+    nvbandwidth,
+    slurm,
     topo,
 )
 from assessor.checks.base import REGISTRY, CheckSpec, run_check

@@ -34,11 +34,18 @@ IB_RATE_GBPS: dict[str, float] = {k: float(v) for k, v in _families("ib_rate_gbp
 IB_WRITE_BW_GBITS: dict[str, float] = {k: float(v) for k, v in _families("ib_write_bw_gbits").items()}
 # Active NVLinks per SXM GPU.
 NVLINK_LINKS: dict[str, int] = {k: int(v) for k, v in _families("nvlink_links").items()}
+# HPL-NVIDIA per-GPU TFLOPS (FP64), one node, the lowest acceptable.
+HPL_TFLOPS_PER_GPU: dict[str, float] = {k: float(v) for k, v in _families("hpl_tflops_per_gpu").items()}
+# nvbandwidth host<->device copies of each GPU (GB/s, one direction), the lowest acceptable.
+NVBANDWIDTH_HOST_DEVICE_GBPS: dict[str, float] = {
+    k: float(v) for k, v in _families("nvbandwidth_host_device_gbps").items()
+}
 ECC_MAX_CORRECTED: int = int(_DATA["ecc_max_corrected"]["value"])
 THROTTLE_FAIL: tuple[str, ...] = tuple(_DATA["throttle_fail"]["value"])
 THROTTLE_WARN: tuple[str, ...] = tuple(_DATA["throttle_warn"]["value"])
 TEMPERATURE_MARGIN_C: int = int(_DATA["temperature_margin_c"]["value"])
 TEMPERATURE_FALLBACK_MAX_C: int = int(_DATA["temperature_fallback_max_c"]["value"])
+IB_EFFECTIVE_BER_MAX: float = float(_DATA["ib_effective_ber_max"]["value"])
 
 
 def names() -> list[str]:

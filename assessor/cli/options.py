@@ -193,7 +193,7 @@ def active_option(f: Any) -> Any:
         default="",
         metavar="TESTS",
         help="Also run active tests, comma-separated: nccl[:GPUS] (all_reduce_perf, 8 GPUs), dcgm[:LEVEL] "
-        "(dcgmi diag -r 2).",
+        "(dcgmi diag -r 2), hpl[:GPUS] (HPL-NVIDIA's hpl.sh, 8 GPUs), nvbandwidth (host/device copies).",
     )(f)
 
 

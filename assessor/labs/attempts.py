@@ -212,6 +212,17 @@ class Identity:
         )
 
 
+def same_gpus(started: Identity, graded: Identity) -> bool:
+    """Whether two sets of GPUs are one machine's: most of them the same. A lab's fault can hide a GPU at the
+    start (fallen off the bus, pulled for repair) that the fix brings back, or a repair can swap one; another
+    machine shares none of them."""
+    for before, after in ((started.serials, graded.serials), (started.uuids, graded.uuids)):
+        if before and after:
+            common = len(set(before) & set(after))
+            return common > 0 and 2 * common >= max(len(set(before)), len(set(after)))
+    return False
+
+
 def identity_mismatch(started: Identity, graded: Identity) -> str | None:
     """Why ``graded`` is not the machine the lab was started on, or None when it is."""
     if started.node_id and graded.node_id != started.node_id:
@@ -219,7 +230,7 @@ def identity_mismatch(started: Identity, graded: Identity) -> str | None:
             f"the simulated node graded (id {graded.node_id or 'none'}) is not the one the lab was started on "
             f"(id {started.node_id}): a replaced or replayed state"
         )
-    if started.key and graded.key != started.key:
+    if started.key and graded.key != started.key and not same_gpus(started, graded):
         return "its GPU serials and UUIDs are not those of the node the lab was started on"
     if started.host and graded.host != started.host:
         return f"its host name {graded.host!r} is not {started.host!r}, the node the lab was started on"

@@ -85,19 +85,27 @@ def capture_facts(
     else:
         target = open_target(spec, options)
     gpus: int | None = None
+    every_gpu = "nccl" in wanted or "hpl" in wanted  # tests run over every GPU of the node
     if "nccl" in wanted and spec.startswith("mock:"):
         # NCCL_DEBUG=INFO so nccl.transport sees the network NCCL chose, as a candidate would run it
         target.env = {**target.env, "NCCL_DEBUG": "INFO"}
+    if every_gpu and spec.startswith("mock:"):
         gpus = len(target.session().read().gpus)
-    if "nccl" in wanted and gpus is None:
+    if every_gpu and gpus is None:
         # other targets: learn the GPU count (`nvidia-smi -L` where the target runs a line, else a first
         # capture), then run the test over every GPU
         gpus = _listed_gpus(target, timeout)
-    if "nccl" in wanted and gpus is None:
+    if every_gpu and gpus is None:
         first = facts_from_snapshot(target.snapshot(timeout=timeout, active=tuple(active)))
         gpus = len(first.gpus or ()) or 8
     if "nccl" in wanted:
         active.append(capture.nccl_test(max(gpus or 8, 1)))
+    if "hpl" in wanted:
+        active.append(capture.hpl_run(max(gpus or 8, 1)))
+    if "nvbandwidth" in wanted:
+        active.append("nvbandwidth")
+    if "mlxlink" in wanted:
+        active.append("mlxlink")  # once per adapter (assessor.capture.per_adapter)
     snap = target.snapshot(timeout=timeout, active=tuple(active))
     return facts_from_snapshot(snap)
 

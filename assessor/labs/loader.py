@@ -386,9 +386,10 @@ def semantic_problems(located: Located, directory: Path) -> list[InputError]:
         problem = _fault_problem(step["fault"])
         if problem:
             out.append(located.error(("scenario", "faults", i, "fault"), problem))
+    inside = _typed_inside(scenario)
     for key, commands in (("scenario", scenario.get("commands") or []), ("solution", solution.get("commands") or [])):
         for i, line in enumerate(commands):
-            problem = _command_problem(line)
+            problem = _command_problem(line, typed_inside=inside)
             if problem:
                 out.append(located.error((key, "commands", i), problem))
     grading_checks = (data.get("grading") or {}).get("checks") or []
@@ -495,7 +496,15 @@ def _fault_problem(name: str) -> str | None:
     )
 
 
-def _command_problem(line: str) -> str | None:
+def _typed_inside(scenario: dict[str, Any]) -> bool:
+    """The scenario runs real daemons in the node (Slurm): its commands are typed in the running node's shell."""
+    from assessor.sim.slurm_node import SCENARIO_FAULTS
+
+    faults = [s.get("fault") for s in scenario.get("faults") or [] if isinstance(s, dict)]
+    return any(f in SCENARIO_FAULTS for f in faults)
+
+
+def _command_problem(line: str, *, typed_inside: bool = False) -> str | None:
     from assessor.sim.tools import TOOLS
 
     try:
@@ -506,6 +515,8 @@ def _command_problem(line: str) -> str | None:
         return "empty command"
     if argv[0] == ENV_COMMAND:
         return env_command_problem(argv)
+    if typed_inside:
+        return None  # any program of the node, in its shell (sed, scontrol, ...)
     if os.path.basename(argv[0]) not in TOOLS:
         return f"{argv[0]} is not a simulated tool (tools: {', '.join(sorted(TOOLS))}, and {ENV_COMMAND})"
     return None

@@ -154,6 +154,14 @@ class Lab:
         return self.target == "design"
 
     @property
+    def needs_running_node(self) -> bool:
+        """The scenario runs real daemons inside the simulated node (a Slurm cluster): the lab is practised, walked
+        and graded on the running node, not through the simulator's functions alone."""
+        from assessor.sim.slurm_node import SCENARIO_FAULTS
+
+        return any(step.fault in SCENARIO_FAULTS for step in self.faults)
+
+    @property
     def takes_answer(self) -> bool:
         """The candidate hands in an answer file (``lab grade --answer FILE``): every design lab, and a node
         lab that grades a ticket for a physical fault beside what is done on the node."""
@@ -171,13 +179,22 @@ class Lab:
 
     @property
     def active_tests(self) -> tuple[str, ...]:
-        """Which active tests a capture for this lab runs: ``nccl`` for nccl.* checks, ``dcgm`` for dcgm.diag."""
+        """Which active tests a capture for this lab runs: ``nccl`` for nccl.* checks, ``dcgm`` for dcgm.diag,
+        ``hpl`` for hpl.*, ``nvbandwidth`` for nvbandwidth.*, ``mlxlink`` for cable.* and for a firmware.baseline
+        of the transceivers."""
         ids = {c.id for c in self.checks}
         out = []
         if any(i.startswith("nccl.") for i in ids):
             out.append("nccl")
         if "dcgm.diag" in ids:
             out.append("dcgm")
+        if any(i.startswith("hpl.") for i in ids):
+            out.append("hpl")
+        if any(i.startswith("nvbandwidth.") for i in ids):
+            out.append("nvbandwidth")
+        transceivers = any(c.id == "firmware.baseline" and c.params.get("transceiver") for c in self.checks)
+        if any(i.startswith("cable.") for i in ids) or transceivers:
+            out.append("mlxlink")
         return tuple(out)
 
     @property

@@ -70,6 +70,10 @@ KINDS: dict[str, Kind] = {
         Kind("nvidia-smi-mig-lgipp", "nvidia_smi_mig", "parse_lgipp", "nvidia-smi mig -lgipp", ("mig_profiles",)),
         Kind("ibstat", "ibstat", "parse", "ibstat", ("ib_ports",)),
         Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo", ("ib_devices",)),
+        Kind("mlxlink", "mlxlink", "parse", "mlxlink -d DEV -m -c (MFT), one or more runs", ("link_phy",)),
+        Kind("mlxfwmanager", "mlxfwmanager", "parse", "mlxfwmanager --query (MFT) or mlxup", ("adapter_firmware",)),
+        Kind("ibnetdiscover", "ibnetdiscover", "parse", "ibnetdiscover (the fabric topology file)", ("ib_links",)),
+        Kind("iblinkinfo", "iblinkinfo", "parse", "iblinkinfo (every port of the fabric)", ("ib_links",)),
         Kind(
             "ib-write-bw",
             "perftest",
@@ -90,6 +94,8 @@ KINDS: dict[str, Kind] = {
         Kind("nccl-tests", "nccl_tests", "parse", "all_reduce_perf (nccl-tests)", ("nccl",)),
         Kind("nccl-debug", "nccl_debug", "parse", "NCCL_DEBUG=INFO log lines", ("nccl",)),
         Kind("dcgmi-diag", "dcgmi_diag", "parse", "dcgmi diag -r N", ("dcgm_diag",)),
+        Kind("hpl", "hpl", "parse", "HPL-NVIDIA hpl.sh / xhpl (HPL's result table)", ("hpl",)),
+        Kind("nvbandwidth", "nvbandwidth", "parse", "nvbandwidth [-t TEST]", ("nvbandwidth",)),
         Kind(
             "driver-version",
             "system",
@@ -98,7 +104,18 @@ KINDS: dict[str, Kind] = {
             ("driver",),
         ),
         Kind("os-release", "system", "parse_os_release", "cat /etc/os-release", ("os_release",)),
+        Kind("docker-info", "docker_info", "parse", "docker info", ("container_engine",)),
+        Kind("cdi-spec", "cdi_spec", "parse", "a CDI spec: cat /etc/cdi/nvidia.yaml", ("cdi_spec",)),
         Kind("uname", "system", "parse_uname", "uname -a", ("uname",)),
+        Kind("dpkg-list", "dpkg", "parse", "dpkg -l (dpkg's package database)", ("packages",)),
+        Kind("dkms-status", "dkms", "parse", "dkms status", ("dkms",)),
+        Kind(
+            "scontrol-node",
+            "slurm_nodes",
+            "parse",
+            "scontrol show node -o (Slurm's view of its nodes)",
+            ("slurm_nodes",),
+        ),
     )
 }
 

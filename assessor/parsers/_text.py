@@ -62,7 +62,7 @@ _PROMPT = re.compile(
 )
 # A command echoed without a prompt ("nvidia-smi nvlink -s" pasted above its output): the tool's
 # name followed by options and sub-command words only, never a sentence.
-_TOOLS = r"(?:nvidia-smi|ibstat|ibstatus|ibv_devinfo|dcgmi|lsmod|dmesg|systemctl|journalctl|uname)"
+_TOOLS = r"(?:nvidia-smi|ibstat|ibstatus|ibv_devinfo|dcgmi|lsmod|dmesg|systemctl|journalctl|uname|docker|dpkg|dkms)"
 # ... and the same command piped through a filter ("lsmod | grep nvidia", "nvidia-smi -q | grep -A2 Fabric").
 _BARE_COMMAND = re.compile(
     rf"^(?:sudo\s+)?{_TOOLS}"

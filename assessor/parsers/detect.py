@@ -61,7 +61,26 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"^Infiniband device '[^'\n]{1,64}' port \d+ status:", _M),
     ),
     "ibv-devinfo": (re.compile(r"^hca_id:\s+\S", _M), re.compile(r"^No IB devices found", _M)),
+    "ibnetdiscover": (
+        re.compile(r"^switchguid=0x[0-9a-fA-F]{1,16}", _M),
+        re.compile(r"^caguid=0x[0-9a-fA-F]{1,16}[ \t]*$", _M),
+        re.compile(r"^(?:Switch|Ca)[ \t]+\d{1,4}[ \t]+\"[SH]-[0-9a-fA-F]{16}\"", _M),
+    ),
+    "iblinkinfo": (
+        re.compile(
+            r"==\([ \t]*(?:\d{1,2}X[ \t]+[\d.]{1,12} Gbps[^)]{0,20}|[ \t]*)[A-Za-z]{1,16}/[ \t]*[A-Za-z]{1,32}\)==>"
+        ),
+    ),
     "ib-write-bw": (re.compile(r"#bytes\s+#iterations\s+BW peak\["), re.compile(r"^\s*\w[\w ]{0,40} BW Test\s*$", _M)),
+    "mlxfwmanager": (
+        re.compile(r"^Querying Mellanox devices firmware \.\.\.", _M),
+        re.compile(r"^  Versions:[ \t]+Current[ \t]+Available[ \t]*$", _M),
+    ),
+    "mlxlink": (
+        re.compile(r"^Physical Counters and BER Info[ \t]*\n-{30}", _M),
+        re.compile(r"^Troubleshooting Info[ \t]*\n-{20}[ \t]*\nStatus Opcode\s+:", _M),
+        re.compile(r"^Operational Info[ \t]*\n-{16}[ \t]*\nState\s{20,}: ", _M),
+    ),
     "lsmod": (re.compile(r"^Module\s+Size\s+Used by\s*$", _M),),
     "dmesg": (
         re.compile(r"NVRM: (?:Xid|The NVIDIA GPU|GPU at|loading NVIDIA)"),
@@ -88,9 +107,43 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"^\|\s*Diagnostic\s+\|\s*Result\s+\|", _M),
         re.compile(r"^[|+]-+\s+(?:Deployment|Integration|Hardware|Stress|Metadata)\s+-+[+|]", _M),
     ),
+    "hpl": (
+        re.compile(r"^HPL-NVIDIA\s+\S+\s+--", _M),
+        re.compile(r"^[ \t]*T/V\s+N\s+NB\s+P\s+Q\s+Time\s+Gflops", _M),
+        re.compile(r"^[ \t]*\|\|Ax-b\|\|_oo/\(eps\*[^\n]{0,80}\.{3,}\s*(?:PASSED|FAILED)", _M),
+        re.compile(r"^HPL ERROR from process", _M),
+    ),
+    "nvbandwidth": (
+        re.compile(r"^nvbandwidth Version:", _M),
+        re.compile(r"^[ \t]*memcpy (?:CE|SM|local) [^\n]{0,80}bandwidth \(GB/s\)[ \t]*$", _M),
+        re.compile(r"^SUM \w{1,80}_(?:ce|sm|copy) \d", _M),
+    ),
     "driver-version": (re.compile(r"^NVRM version:\s", _M),),
     "os-release": (re.compile(r"^(?:PRETTY_NAME|VERSION_ID)=", _M),),
+    "docker-info": (
+        re.compile(r"^[ \t]Server Version: \S", _M),
+        re.compile(r"^[ \t]Runtimes: [\w. -]{1,400}$", _M),
+        re.compile(r"^[ \t]Default Runtime: \S", _M),
+    ),
+    "cdi-spec": (
+        re.compile(r"^cdiVersion: ?\S", _M),
+        re.compile(r'^\{"cdiVersion":', _M),
+        re.compile(r'"cdiVersion":\s*"[\d.]{1,16}",'),
+    ),
     "uname": (re.compile(r"\A\s*Linux \S+ \d+\.\d+\.\S+ #", _M),),
+    "dpkg-list": (
+        re.compile(r"^Desired=Unknown/Install/Remove/Purge/Hold", _M),
+        re.compile(r"^\|\|/ Name\s+Version\s+Architecture\s+Description", _M),
+    ),
+    "scontrol-node": (re.compile(r"^NodeName=\S{1,256} (?:Arch|CoresPerSocket|CPUAlloc|State)=", _M),),
+    "dkms-status": (
+        re.compile(
+            r"^[\w.+-]{1,64}/[^,:\s]{1,64}, [^,:\s]{1,128}, (?:x86_64|aarch64|ppc64le): (?:installed|built)", _M
+        ),
+        re.compile(
+            r"^[\w.+-]{1,64}, \d[^,:\s]{0,63}, [^,:\s]{1,128}, (?:x86_64|aarch64|ppc64le): (?:installed|built)", _M
+        ),
+    ),
 }
 
 # Header-less excerpts of tables with a fixed column shape: (a line of the table, a line that must be
@@ -104,7 +157,12 @@ _NCCL_ROW = (
     r"[ \t]*\d{1,20}[ \t]+\d{1,20}[ \t]+[a-z][a-z0-9_]{0,15}[ \t]+[a-z]{1,8}[ \t]+-?\d{1,3}"
     r"(?:[ \t]+(?:[\d.e+-]{1,30}|N/A)){3,}[ \t]*"
 )
+_DPKG_ROW = r"(?:ii|rc|hi|iU|iF|un)[ R] [a-z0-9][a-z0-9+.:-]{0,127}(?:[ \t]+\S{1,128}){0,3}[^\n]{0,300}"
 _SHAPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "dpkg-list": (
+        re.compile(rf"^(?!{_DPKG_ROW}$)[ \t]*\S", _M),
+        re.compile(r"^(?:ii|rc)[ R] (?:lib)?(?:nvidia|cuda)", _M),
+    ),
     "lsmod": (
         re.compile(rf"^(?!{_MODULE_ROW}$)[ \t]*\S", _M),
         re.compile(r"^(?:nvidia|nv_peer|mlx\d|ib_|rdma|gdrdrv)\w*[ \t]+\d", _M),

@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
+from assessor.sim import cabling_faults, link_faults
 from assessor.sim import clock as node_clock
+from assessor.sim.container_faults import FAULTS as CONTAINER_FAULTS
+from assessor.sim.package_faults import KERNEL_UPDATE_NO_DKMS
+from assessor.sim.slurm_faults import CONDITIONS as SLURM_CONDITIONS
+from assessor.sim.slurm_faults import FAULTS as SLURM_FAULTS
 from assessor.sim.state import GpuProcess, GpuState, IbHcaState, NodeState, ServiceState
 from assessor.sim.tools.system import IMEX_CONFIG, IMEX_NODES_CONFIG, IMEX_UNIT, NETPLAN_CONFIG, append_kernel_log
 
@@ -720,6 +725,57 @@ FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
         Fault(
+            "hca-firmware-old",
+            "an HCA runs older firmware than the rest of the fleet, on flash too (options ca, version)",
+            "firmware.baseline",
+            link_faults.hca_firmware_old,
+            link_faults.hca_firmware_restored,
+        ),
+        Fault(
+            "vbios-mismatch",
+            "a GPU runs another VBIOS than the rest of the fleet (options gpu, version)",
+            "firmware.baseline",
+            link_faults.vbios_mismatch,
+            link_faults.vbios_restored,
+        ),
+        Fault(
+            "ib-rails-crossed",
+            "two rails' cables swapped at the leaves, every port still Active at full rate (options a, b)",
+            "ib.cabling",
+            cabling_faults.rails_crossed,
+            cabling_faults.cables_restored,
+        ),
+        Fault(
+            "ib-degraded-width",
+            "an IB port trains on two of its four lanes: Active at full speed, 2X, half the rate (option ca)",
+            "ib.rate",
+            cabling_faults.link_on_fewer_lanes,
+            cabling_faults.lanes_restored,
+        ),
+        Fault(
+            "ib-cable-wrong-leaf",
+            "one rail's cable in another rail's leaf, on a free port (options ca, leaf, port)",
+            "ib.cabling",
+            cabling_faults.cable_in_wrong_leaf,
+            cabling_faults.cables_restored,
+        ),
+        Fault(
+            "ib-ber-high",
+            "a marginal cable or transceiver: the port stays Active at full rate, mlxlink -c counts raw BER near "
+            "the FEC limit, uncorrected errors and link recoveries, 'Bad signal integrity' (option ca)",
+            "cable.ber",
+            link_faults.ber_high,
+            link_faults.ber_restored,
+        ),
+        Fault(
+            "ib-link-flapped",
+            "an IB link went down and retrained days ago: its channel is clean now, but mlxlink -c still counts "
+            "the old link-down events and uncorrected errors until they are cleared (option ca)",
+            "cable.ber",
+            link_faults.link_flapped,
+            link_faults.ber_restored,
+        ),
+        Fault(
             "ib-port-down",
             "an IB port loses its link: Down/Polling (option ca, default the last compute HCA)",
             "ib.ports_active",
@@ -853,6 +909,7 @@ FAULTS: dict[str, Fault] = {
             _thermal_throttle,
             _thermal_cooled,
         ),
+        Fault(*KERNEL_UPDATE_NO_DKMS),
         Fault(
             "dcgm-stopped",
             "the DCGM host engine (nvidia-dcgm) is stopped: dcgmi cannot connect",
@@ -927,3 +984,11 @@ def repair(path: str | os.PathLike[str], name: str, **options: Any) -> str:
         host = state.host
         sync_nccl_conf(root, before, state.nccl_env)
     return f"{name} reverted on {host} ({path})"
+
+
+# The container stack's faults live in their own module.
+FAULTS.update({spec[0]: Fault(*spec) for spec in CONTAINER_FAULTS})
+
+# The Slurm cluster on the node (a condition) and its faults live in their own module.
+FAULTS.update({spec[0]: Fault(*spec) for spec in SLURM_FAULTS})
+CONDITIONS.update({spec[0]: Fault(*spec) for spec in SLURM_CONDITIONS})

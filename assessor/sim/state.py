@@ -58,6 +58,7 @@ from typing import Any
 
 from assessor.errors import InputError
 from assessor.facts import from_jsonable, to_jsonable
+from assessor.sim.package_db import PackageDb
 
 SCHEMA = "gpulab.simstate/1"
 
@@ -245,6 +246,47 @@ class NvSwitchState:
 
 
 @dataclass
+class CableModuleState:
+    """The cable or transceiver in a port's cage, as ``mlxlink -m`` reads it (``assessor.sim.tools.mlxlink``)."""
+
+    identifier: str = "OSFP"
+    vendor: str = "NVIDIA"
+    part_number: str = "MMA4Z00-NS400"  # NDR 400G OSFP multimode SR4 transceiver (flat top, for the HCA cage)
+    serial: str = ""  # empty: derived from the port's HCA (stable per node)
+    fw_version: str | None = "47.171.0001"  # None: a passive copper cable (no firmware)
+    cable_type: str = "Optical Module"
+    length_m: int = 30
+    temperature_c: int = 47
+    rx_power_dbm: list[float] = field(default_factory=lambda: [1.886, 1.989, 2.281, 1.976])
+    tx_power_dbm: list[float] = field(default_factory=lambda: [1.562, 1.427, 1.559, 1.761])
+
+
+@dataclass
+class PortPhyState:
+    """A port's physical layer as ``mlxlink -c`` reads it: the channel's error rates since the counters were
+    last cleared (``mlxlink --pc``, a reboot), the troubleshooting verdict, and the module in the cage."""
+
+    raw_ber: str = "2E-9"  # pre-FEC, as mlxlink prints it (PAM4 links run with raw errors that FEC corrects)
+    effective_ber: str = "15E-255"  # post-FEC: mlxlink's way of writing none at all
+    effective_errors_per_min: float = 0.0  # errors FEC could not correct, per minute of link time
+    past_effective_errors: int = 0  # uncorrected errors counted before now (a flap last week), until a clear
+    link_down: int = 0
+    link_recovery: int = 0
+    cleared_at_s: float = 0.0  # the node's uptime when the counters were last cleared
+    status_opcode: int = 0  # the troubleshooting opcode (0: no issue; 15: bad signal integrity)
+    module: CableModuleState = field(default_factory=CableModuleState)
+
+
+@dataclass
+class IbPeerState:
+    """The switch port a cable lands on, where it is not the one the site's cabling plan gives
+    (:mod:`assessor.sim.fabric`): two rails crossed at the leaf, a cable in the wrong leaf."""
+
+    switch: str  # the switch's name, as its node description carries it: ib-leaf-03
+    port: int
+
+
+@dataclass
 class IbPortState:
     port: int = 1
     state: str = "Active"  # Active, Down, Initializing, Armed
@@ -259,6 +301,8 @@ class IbPortState:
     port_guid: str | None = None
     capability_mask: str | None = None
     netdev: str | None = None  # ibp12s0, ens1np0
+    peer: IbPeerState | None = None  # None: cabled where the plan says (assessor.sim.fabric)
+    phy: PortPhyState = field(default_factory=PortPhyState)  # what mlxlink reads of the port's physical layer
 
 
 @dataclass
@@ -275,7 +319,10 @@ class IbHcaState:
     numa_node: int | None = None
     pcie_switch: str | None = None  # shared label with GPUs behind the same switch
     role: str = "compute"  # compute, storage, management
+    rail: int | None = None  # the fabric rail (1..N) of a compute HCA; None: its place among the compute HCAs
     ports: list[IbPortState] = field(default_factory=list)
+    # The image burned to flash that runs after ``mlxfwreset`` or a reboot; None: the running one is on flash.
+    firmware_next: str | None = None
 
 
 @dataclass
@@ -300,6 +347,14 @@ class ServiceState:
     # Seconds after boot at which the unit entered its present state (systemctl status "since");
     # None: during boot (its start at boot, or never started).
     since_s: float | None = None
+
+
+@dataclass
+class DockerDaemonState:
+    """What the running docker daemon read at its last start (:mod:`assessor.sim.containers`)."""
+
+    config: str | None = None  # /etc/docker/daemon.json as it was then; None: there was none
+    nvidia_hook: bool = False  # the toolkit's nvidia-container-runtime-hook was there: `--gpus` has a driver
 
 
 @dataclass
@@ -347,8 +402,12 @@ class NodeState:
     # nvidia_drm hold the GPUs as on a real node, so a reset or an A100 MIG change needs a drain first
     # (:mod:`assessor.sim.gpu_clients`). False: only compute processes and ``mig_reset_blocked_by`` do.
     daemons_hold_gpus: bool = False
+    # dpkg's database, apt's repository and DKMS's modules; None: never changed, derived from the driver and kernel
+    # (assessor.sim.packages)
+    packages: PackageDb | None = None
     node_id: str = ""  # which simulated node this is: `lab start` gives the node it sets up a new id
     marks: list[str] = field(default_factory=list)  # what gpulab did here a grade must know ("solved mig-301")
+    docker: DockerDaemonState | None = None  # None: no docker engine on the node
 
     def gpu(self, index: int) -> GpuState:
         """The GPU with NVML index ``index`` (IndexError when absent)."""

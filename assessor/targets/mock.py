@@ -19,6 +19,7 @@ from pathlib import Path
 from assessor.capture.run import Outcome, capture
 from assessor.capture.snapshot import Snapshot
 from assessor.errors import InputError
+from assessor.sim.slurm_node import CLIENTS as SLURM_CLIENTS
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
 
@@ -84,6 +85,8 @@ class MockTarget:
 
         def runner(argv: Sequence[str], timeout: float) -> Outcome:
             start = time.monotonic()
+            if argv and argv[0] in SLURM_CLIENTS:
+                return self._inside(list(argv), session, timeout, start)
             result = run_tool(list(argv), session)
             elapsed = time.monotonic() - start
             if result.exit_code == 127:
@@ -91,6 +94,20 @@ class MockTarget:
             return Outcome(result.exit_code, result.stdout, result.stderr, elapsed)
 
         return capture(runner, host=host, timeout=timeout, active=tuple(active), nvml_json=self._nvml_json)
+
+    def _inside(self, argv: list[str], session: Session, timeout: float, start: float) -> Outcome:
+        """A Slurm client runs inside the node, where its slurmctld answers: missing on a node without Slurm
+        (or one held in memory), an error on a node that is not running."""
+        from assessor.sim.machine.inside import run_inside
+        from assessor.sim.slurm_node import runs_slurm
+
+        if self.path is None or not runs_slurm(session.read()):
+            return Outcome(None, "", f"bash: {argv[0]}: command not found\n", 0.0, missing=True)
+        done = run_inside(self.path, argv, timeout=timeout)
+        if done is None:
+            why = f"{argv[0]}: the simulated node is not running, nor is its slurmctld (gpulab sim shell boots it)\n"
+            return Outcome(1, "", why, time.monotonic() - start)
+        return Outcome(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
 
     def _nvml_json(self) -> str:
         from assessor.capture.nvml import collect_json

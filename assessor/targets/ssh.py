@@ -68,7 +68,8 @@ class SshTarget:
         from assessor.targets.ssh_connection import connect, run_script
 
         deadline = time.monotonic() + self.params.host_timeout  # the connection counts against the host's time
-        commands = list(COMMANDS) + [active_command(spec) for spec in active]
+        # mlxlink runs once per adapter (assessor.capture.per_adapter): a second round below, once ibstat is known
+        commands = list(COMMANDS) + [active_command(spec) for spec in active if spec != "mlxlink"]
         client = connect(self.params)
         try:
             text = batch.script(commands, timeout, nvml=True)
@@ -83,9 +84,32 @@ class SshTarget:
                 f"connection to {self.params.address} dropped mid-capture "
                 f"({len(records.outcomes)} of {len(commands)} commands finished)"
             )
+        if "mlxlink" in active:  # a second round: mlxlink on each adapter the first round's ibstat listed
+            self._per_adapter(records, timeout, deadline)
         snap = capture(records, host=self.name, timeout=timeout, active=active)
         batch.add_nvml(snap, records, timeout)
         return snap
+
+    def _per_adapter(self, records: Any, timeout: float, deadline: float) -> None:
+        """Run ``mlxlink -d DEV -m -c`` for each adapter ``ibstat`` listed, adding the outcomes to ``records``."""
+        from assessor.capture import batch, per_adapter
+        from assessor.capture.run import Command
+        from assessor.targets.ssh_connection import connect, run_script
+
+        ibstat = records.outcomes.get(("ibstat",))
+        names = per_adapter.adapters(ibstat.stdout if ibstat is not None else None)
+        if not names:
+            return
+        extra = [Command(f"mlxlink-{i}.txt", (per_adapter.argv(name),)) for i, name in enumerate(names)]
+        client = connect(self.params)
+        try:
+            output = run_script(client, batch.script(extra, timeout), self.params, batch.SHELL, deadline)
+        finally:
+            client.close()
+        more = batch.parse_records(output, extra, timeout, self.params.max_reply)
+        if more.problem:
+            raise HostError(f"{self.params.address}: {more.problem}")
+        records.outcomes.update(more.outcomes)
 
 
 def run_command(params: SshParams, line: str, *, timeout: float = 300.0) -> tuple[int, str]:

@@ -28,7 +28,8 @@ def test_alternative_command_is_tried_when_the_first_is_refused() -> None:
         "dmesg": Outcome(1, "", "dmesg: read kernel buffer failed: Operation not permitted", 0.01),
         "journalctl": Outcome(0, "kernel: hello\n", "", 0.02),
     }
-    src = source_from(capture.COMMANDS[7], fake_runner(answers), 5)
+    dmesg = next(c for c in capture.COMMANDS if c.file == "dmesg.txt")
+    src = source_from(dmesg, fake_runner(answers), 5)
     assert src.file == "dmesg.txt"
     assert src.status == "ok"
     assert src.command is not None and src.command.startswith("journalctl -k")

@@ -8,20 +8,32 @@ import pytest
 from assessor.checks import REGISTRY, run_check
 from assessor.checks import references as ref
 from assessor.facts import (
+    CdiDevice,
+    CdiSpec,
+    ContainerEngine,
     DcgmDiag,
     DcgmTest,
+    DebPackage,
     DriverInfo,
+    HplResult,
+    HplRun,
+    IbLink,
     KernelEvent,
     KernelModule,
+    LinkPhy,
     NcclDebug,
     NcclDevice,
     NcclRow,
     NcclRun,
     NodeFacts,
+    NvbandwidthRow,
+    NvbandwidthRun,
+    NvbandwidthTest,
     NvLink,
     PerftestRow,
     PerftestRun,
     Service,
+    SlurmNode,
     Topology,
 )
 from tests.support.builders import H100_PCIE, gpu, ib_port
@@ -40,9 +52,9 @@ def catalogue_ids() -> list[str]:
     return [i for row in rows for i in re.findall(r"`([a-z]+\.[a-z_]+)`", row)]
 
 
-def test_catalogue_has_the_28_checks_the_contracts_list():
+def test_catalogue_has_the_39_checks_the_contracts_list():
     ids = catalogue_ids()
-    assert len(ids) == 28
+    assert len(ids) == 39
     assert "gpu.xid" in ids and "dcgm.diag" in ids
 
 
@@ -97,16 +109,26 @@ def sick_node() -> NodeFacts:
             ib_port("mlx5_0", state="Down", phys="Polling", rate=100, layer="Ethernet"),
             ib_port("mlx5_1", rate=200),
         ],
+        ib_links=[IbLink("n1 mlx5_0", 1, peer="MF0;ib-leaf-02:MQM9700/U1", peer_port=1)],  # in rail 2's leaf
         modules=[KernelModule("nvidia")],
         services=[Service("nvidia-persistenced.service", "loaded", "failed", "failed")],
         kernel_events=[KernelEvent(kind="xid", code=79, bus_id="0000:18:00", message="GPU has fallen off the bus")],
+        slurm_nodes=[SlurmNode("n1", "IDLE+DRAIN", reason="healthcheck: 1 of 2 GPUs visible", gres="gpu:1")],
         nccl=NcclRun(
             devices=[NcclDevice(0, host="a"), NcclDevice(1, host="b")],
             rows=[NcclRow(8, oop_busbw=1.0, oop_wrong=1)],
             debug=NcclDebug(network="Socket", ib_no_device=True, warnings=["NCCL WARN oops"]),
         ),
         ib_write_bw=PerftestRun(rows=[PerftestRow(8388608, bw_average=10.0)]),
+        link_phy=[LinkPhy(device="mlx5_1", port=1, effective_ber=3e-11, effective_errors=72, status_opcode=15)],
         dcgm_diag=DcgmDiag(tests=[DcgmTest("Hardware", "GPU Memory", "Fail")]),
+        hpl=HplRun(results=[HplResult("WC0", 100000, 1024, 1, 2, 99.0, 20000.0, 10000.0, 2.5e3, "FAILED")]),
+        nvbandwidth=NvbandwidthRun(
+            tests=[NvbandwidthTest("host_to_device_memcpy_ce", columns=[0, 1], rows=[NvbandwidthRow(0, [26.3, 52.6])])]
+        ),
+        container_engine=ContainerEngine(server_version="28.3.3", runtimes=["io.containerd.runc.v2", "runc"]),
+        cdi_spec=CdiSpec(kind="nvidia.com/gpu", devices=[CdiDevice("nvidia.com/gpu=0", ["/dev/nvidia0"])]),
+        packages=[DebPackage("nvidia-dkms-535-server", "ii"), DebPackage("nvidia-kernel-source-525-server", "ii")],
         os_release={"ID": "ubuntu", "VERSION_ID": "20.04", "PRETTY_NAME": "Ubuntu 20.04.6 LTS"},
         uname="Linux n1 5.4.0-150-generic #167-Ubuntu SMP Mon May 15 17:35:05 UTC 2023 x86_64 x86_64 x86_64 GNU/Linux",
     )
@@ -121,7 +143,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "ib.write_bw": {"min_gbps": 380},
     "nccl.busbw": {"min_gbps": 400},
     "ib.ports_active": {"min_ports": 8},
+    "ib.cabling": {"plan": [{"hca": "mlx5_0", "switch": "ib-leaf-01", "port": 1}]},
     "node.os": {"distros": ["ubuntu 22.04", "ubuntu 24.04"], "min_kernel": "5.15"},
+    "hpl.gflops": {"min_tflops": 40},
+    "nvbandwidth.host_device": {"min_gbps": 48},
+    "firmware.baseline": {"hca": "28.41.1000"},
 }
 
 

@@ -46,7 +46,7 @@ def test_at_least_24_labs_three_per_level_all_domains() -> None:
 
 def test_ids_unique_and_match_domain_and_level() -> None:
     assert len(set(ids(LABS))) == len(LABS)
-    prefix = {"drivers": "drv", "infiniband": "ib"}
+    prefix = {"drivers": "drv", "infiniband": "ib", "containers": "ctr"}
     for lab in LABS:
         assert re.fullmatch(rf"{prefix.get(lab.domain, lab.domain)}-{lab.level}\d\d", lab.id), lab.id
         assert lab.path == ROOT / lab.domain / lab.id
@@ -271,4 +271,7 @@ def test_labs_are_configured_the_way_nccl_documents_not_by_a_pseudo_command(lab:
     for files in (lab.files, lab.solution_files):
         # health-302: the IMEX node list, the file the candidate edits there; nccl-403: root's own ~/.nccl.conf
         allowed = {"/etc/nccl.conf", "/etc/nvidia-imex/nodes_config.cfg", "/root/.nccl.conf"}
-        assert set(files) <= allowed, f"{lab.id} writes {sorted(files)}"
+        allowed |= {"/etc/slurm/gres.conf", "/etc/slurm/slurm.conf"}  # the Slurm labs: the files Slurm reads
+        # ib-404: the fleet's firmware baseline and the images staged for it, files the candidate only reads
+        staged = {f for f in files if f.startswith("/root/firmware/")}
+        assert set(files) - staged <= allowed, f"{lab.id} writes {sorted(files)}"

@@ -208,3 +208,20 @@ def test_a_writer_waits_for_a_held_write_lock_instead_of_failing(tmp_path: Path)
     with attempts.opened(db) as conn:
         assert len(attempts.attempts(conn, "late")) == 1
     holder.close()
+
+
+def test_a_gpu_hidden_at_the_start_and_back_at_the_grade_is_the_same_machine() -> None:
+    from assessor.labs.attempts import Identity, identity_mismatch
+
+    eight = tuple(f"165322000{i}" for i in range(8))
+    started = Identity("node01", serials=eight[:7], uuids=tuple(f"GPU-{s}" for s in eight[:7]))
+    back = Identity("node01", serials=eight, uuids=tuple(f"GPU-{s}" for s in eight))
+    assert identity_mismatch(started, back) is None  # the GPU that fell off the bus came back with the fix
+    swapped = Identity("node01", serials=(*eight[:7], "9999"), uuids=(*back.uuids[:7], "GPU-9999"))
+    assert identity_mismatch(back, swapped) is None  # one GPU replaced by a repair
+    other = Identity("node01", serials=tuple(f"77{i}" for i in range(8)), uuids=tuple(f"GPU-77{i}" for i in range(8)))
+    assert (
+        identity_mismatch(back, other) == "its GPU serials and UUIDs are not those of the node the lab was started on"
+    )
+    half = Identity("node01", serials=(*eight[:3], *other.serials[:5]), uuids=(*back.uuids[:3], *other.uuids[:5]))
+    assert identity_mismatch(back, half) is not None  # most GPUs another machine's

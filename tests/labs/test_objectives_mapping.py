@@ -22,8 +22,11 @@ def test_mig_trains_physical_layer_management_and_infiniband_bring_up() -> None:
 def test_the_fix_moves_the_lab_domain_weights() -> None:
     weights = levels.domain_weights(levels.load_rules())
     shown = {d: round(float(w * 100), 1) for d, w in weights.items()}
-    assert shown["mig"] == 8.8 and shown["infiniband"] == 24.1  # were 12.1 and 20.8 with MIG under Bring-up
-    assert shown["drivers"] == 30.6 and shown["health"] == 15.9
+    # mig 12.1 and infiniband 20.8 with MIG under Bring-up; 8.8 and 24.1 once fixed; the control-plane domains
+    # (slurm, containers) then took their share of Control Plane, Administration, Workload and Troubleshooting
+    assert shown["mig"] == 5.8 and shown["infiniband"] == 24.1
+    assert shown["drivers"] == 20.5 and shown["health"] == 14.7
+    assert shown["slurm"] == 11.1 and shown["containers"] == 6.2
     assert sum(weights.values()) == Fraction(1)
 
 

@@ -28,7 +28,10 @@ from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import dumps, load_state, save_state
 from tests.labs.walks import PARTIAL, WALKS, Ticket, Walk
 
-SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
+ALL_SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
+# Labs whose node runs real daemons (Slurm) are walked typed inside the running node: tests/labs/test_walk_slurm.py
+SIM_LABS = [lab for lab in ALL_SIM_LABS if not lab.needs_running_node]
+RUNNING_NODE_IDS = {lab.id for lab in ALL_SIM_LABS if lab.needs_running_node}
 IDS = [lab.id for lab in SIM_LABS]
 
 

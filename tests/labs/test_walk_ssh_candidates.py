@@ -36,7 +36,11 @@ from tests.labs.walks_left_broken import LEFT_BROKEN
 from tests.support import typed_steps
 from tests.support.sshbed import Node, SshBed, sshd_available
 
-SIM_LABS = [lab for lab in load_catalogue(default_root()).labs if not lab.is_design and "simulator" in lab.runs_on]
+SIM_LABS = [
+    lab
+    for lab in load_catalogue(default_root()).labs
+    if not lab.is_design and "simulator" in lab.runs_on and not lab.needs_running_node  # Slurm: test_walk_slurm
+]
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def test_cohort_document_gradebook_distribution_and_failed_checks(tmp_path: Path
     }
     assert people["bob"]["labs"]["mig-201"]["attempts"] == 2
     dist = {row["domain"]: row["counts"] for row in doc["level_distribution"]}
-    assert dist["drivers"] == [0, 1, 1, 0, 0, 0] and dist["overall"] == [1, 1, 0, 0, 0, 0]
+    assert dist["drivers"] == [0, 1, 1, 0, 0, 0] and dist["overall"] == [2, 0, 0, 0, 0, 0]
     # mig-201 grades mig.mode twice: only the second one failed, and it is counted on its own
     mig = [f for f in doc["failed_checks"] if f["lab"] == "mig-201"]
     assert mig == [{"lab": "mig-201", "check": "mig.mode", "position": 2, "failed": 2, "attempts": 2, "candidates": 1}]
@@ -100,7 +100,7 @@ def test_csv_gradebook_has_one_row_per_candidate_with_documented_columns(tmp_pat
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["candidate"] for r in rows] == ["ada", "bob"]
     ada = rows[0]
-    assert ada["overall_level"] == "1" and ada["level_drivers"] == "2"
+    assert ada["overall_level"] == "0" and ada["level_drivers"] == "2" and ada["level_infiniband"] == "2"
     assert ada["ib-201_best_percent"] == "100.0" and ada["ib-201_late"] == "yes"
     assert ada["health-101_attempts"] == "2" and "2 machines" in ada["health-101_flags"]
     assert rows[1]["ib-201_attempts"] == "0" and rows[1]["ib-201_best_percent"] == ""

@@ -10,7 +10,7 @@ import pytest
 
 from assessor import checks
 from assessor.errors import InputError
-from assessor.facts import NodeFacts
+from assessor.facts import ContainerEngine, NodeFacts
 from assessor.parsers import parse
 from assessor.pci import bus_key
 from assessor.sim import faults
@@ -201,10 +201,111 @@ def _gpu_job(state: NodeState) -> None:
     assert refused.exit_code == 255 and "In use by another client" in refused.stdout
 
 
+def _ib_rails_crossed(state: NodeState) -> None:
+    # every port still Active at NDR; only the fabric's far ends moved: rails 2 and 3 trade leaves
+    assert {p.state for h in state.ib_hcas for p in h.ports} == {"Active"}
+    links = {(link.ca, link.port): link for link in facts("ibnetdiscover", state, "ibnetdiscover").ib_links or []}
+    host = state.host
+    assert links[(f"{host} mlx5_1", 1)].peer == "MF0;ib-leaf-03:MQM9700/U1"
+    assert links[(f"{host} mlx5_2", 1)].peer == "MF0;ib-leaf-02:MQM9700/U1"
+    assert links[(f"{host} mlx5_0", 1)].peer == "MF0;ib-leaf-01:MQM9700/U1"
+
+
+def _ib_cable_wrong_leaf(state: NodeState) -> None:
+    links = {(link.ca, link.port): link for link in facts("iblinkinfo", state, "iblinkinfo").ib_links or []}
+    moved = links[(f"{state.host} mlx5_2", 1)]
+    assert (moved.peer, moved.peer_port, moved.state) == ("MF0;ib-leaf-04:MQM9700/U1", 20, "Active")
+
+
+def _docker_runtime_missing(state: NodeState) -> None:
+    engine = facts("docker-info", state, "docker", "info").container_engine
+    assert engine is not None and "nvidia" not in engine.runtimes and "runc" in engine.runtimes
+    assert 'could not select device driver ""' in tool(state, "docker", "run", "--gpus", "all", "ubuntu").stderr
+
+
+def _cdi_spec_stale(state: NodeState) -> None:
+    # the node as it is now (the stale spec is on its disk: tests/sim/test_containers.py)
+    assert [gi.name for gi in state.gpu(0).mig_instances] == ["3g.40gb", "3g.40gb"]
+    assert "nvidia" in (facts("docker-info", state, "docker", "info").container_engine or ContainerEngine()).runtimes
+
+
+def _cdi_spec_old_driver(state: NodeState) -> None:
+    assert "nvidia" in (facts("docker-info", state, "docker", "info").container_engine or ContainerEngine()).runtimes
+
+
+def _hca_firmware_old(state: NodeState) -> None:
+    firmware = {p.ca: p.firmware for p in facts("ibstat", state, "ibstat").ib_ports or []}
+    assert firmware["mlx5_7"] == "28.39.1002" and firmware["mlx5_0"] == "28.41.1000"
+    query = tool(state, "flint", "-d", "mlx5_7", "q").stdout
+    assert "FW Version:            28.39.1002" in query and "Running" not in query  # nothing pending on flash
+
+
+def _vbios_mismatch(state: NodeState) -> None:
+    vbios = {g.index: g.vbios for g in facts("nvidia-smi-q", state, "nvidia-smi", "-q").gpus or []}
+    assert vbios[0] == "96.00.61.00.01" and vbios[1] == "96.00.74.00.01"
+
+
+def _ib_ber_high(state: NodeState) -> None:
+    assert {p.state for p in facts("ibstat", state, "ibstat").ib_ports or []} == {"Active"}  # up at full rate
+    tool(state, "mlxlink", "-d", "mlx5_7", "--pc")  # a fresh count: the errors come back at once
+    (link,) = facts("mlxlink", state, "mlxlink", "-d", "mlx5_7", "-m", "-c").link_phy or []
+    assert link.effective_errors and link.effective_ber == 3e-11 and link.status_opcode == 15
+    assert link.recommendation == "Bad signal integrity" and link.module_serial
+
+
+def _ib_link_flapped(state: NodeState) -> None:
+    (old,) = facts("mlxlink", state, "mlxlink", "-d", "mlx5_7", "-c").link_phy or []
+    assert (old.link_down, old.effective_errors) == (2, 41300)
+    tool(state, "mlxlink", "-d", "mlx5_7", "--pc")
+    (fresh,) = facts("mlxlink", state, "mlxlink", "-d", "mlx5_7", "-c").link_phy or []
+    assert (fresh.link_down, fresh.effective_errors, fresh.status_opcode) == (0, 0, 0)
+
+
+def _gpu_removed(state: NodeState) -> None:
+    listed = tool(state, "nvidia-smi", "-L").stdout.splitlines()
+    assert [line.split(":")[0] for line in listed] == [f"GPU {i}" for i in range(7)]  # numbered from 0 again
+    assert [g.minor_number for g in state.gpus] == list(range(7))  # /dev/nvidia0-6
+    FAULTS["gpu-removed"].revert(state)
+    assert len(tool(state, "nvidia-smi", "-L").stdout.splitlines()) == 8
+
+
+def _slurm_gres_short(state: NodeState) -> None:
+    # the node's Slurm runs for real (tests/sim/test_slurm_node.py, tests/labs/test_walk_slurm.py): here its units
+    for unit in ("munge", "slurmctld", "slurmd"):
+        assert tool(state, "systemctl", "is-active", unit).stdout == "active\n"
+    assert "Main PID" in tool(state, "systemctl", "status", "slurmd").stdout
+
+
+def _kernel_update_no_dkms(state: NodeState) -> None:
+    new = tool(state, "uname", "-r").stdout.strip()
+    assert new == "5.15.0-94-generic"  # hgx-h100 ran 5.15.0-91
+    assert "5.15.0-94" not in tool(state, "dkms", "status").stdout  # built for the old kernel only
+    refused = tool(state, "modprobe", "nvidia").stderr
+    assert refused == f"modprobe: FATAL: Module nvidia not found in directory /lib/modules/{new}\n"
+    assert "rc  nvidia-dkms-525-server" in tool(state, "dpkg", "-l").stdout
+
+
+def _ib_degraded_width(state: NodeState) -> None:
+    # Active at NDR on two lanes: ibstatus says 2X NDR, the fabric 2xNDR for the third rail's link
+    port = next(p for p in facts("ibstat", state, "ibstat").ib_ports or [] if p.ca == "mlx5_2")
+    assert (port.state, port.rate_gbps) == ("Active", 200)
+    assert "200 Gb/sec (2X NDR)" in tool(state, "ibstatus", "mlx5_2").stdout
+    assert f'# "{state.host} mlx5_2" lid 202 2xNDR' in tool(state, "ibnetdiscover").stdout
+
+
 VERIFY: dict[str, Callable[[NodeState], None]] = {
+    "kernel-update-no-dkms": _kernel_update_no_dkms,
+    "slurm-gres-short": _slurm_gres_short,
+    "gpu-removed": _gpu_removed,
+    "docker-runtime-missing": _docker_runtime_missing,
+    "cdi-spec-stale": _cdi_spec_stale,
+    "cdi-spec-old-driver": _cdi_spec_old_driver,
     "ib-port-down": _ib_port_down,
     "no-subnet-manager": _no_subnet_manager,
     "ib-degraded-rate": _ib_degraded_rate,
+    "ib-rails-crossed": _ib_rails_crossed,
+    "ib-cable-wrong-leaf": _ib_cable_wrong_leaf,
+    "ib-degraded-width": _ib_degraded_width,
     "xid-79": _xid_79,
     "xid-48": _xid_48,
     "xid-74": _xid_74,
@@ -221,6 +322,10 @@ VERIFY: dict[str, Callable[[NodeState], None]] = {
     "thermal-throttle": _thermal_throttle,
     "dcgm-stopped": _dcgm_stopped,
     "imex-stopped": _imex_stopped,
+    "hca-firmware-old": _hca_firmware_old,
+    "vbios-mismatch": _vbios_mismatch,
+    "ib-ber-high": _ib_ber_high,
+    "ib-link-flapped": _ib_link_flapped,
 }
 # The node a fault is shown on, where the HGX H100 lacks what it breaks.
 ON_FIXTURE = {"imex-stopped": "gb200-tray"}

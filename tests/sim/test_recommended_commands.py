@@ -31,7 +31,6 @@ _SIMULATED = set(TOOLS) | {"reboot", "shutdown", "kill", "rmmod", "lspci", "ibde
 # Tools gpulab names that no simulator answers yet: a real node (or the fabric's own tools) is needed.
 # Each is named in the report of the simulator issue; keep this list short and explicit.
 _NOT_SIMULATED = {
-    "mlxlink",  # Mellanox firmware tools: cable and eye diagnostics
     "ibdiagnet",  # fabric-wide diagnostics from a node with a subnet manager view
     "sminfo",
     "ip",
@@ -135,7 +134,7 @@ def sim_message_texts() -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- from prose to a command line
 
 # A program name followed by ":" or "'" is prose ("gpulab: no verdict", "gpulab's reason", "gpulab:latest").
-_PROGRAM = r"(?<![\w/.~-])(?:sudo\s+)?(?:[A-Z_]+=\S+\s+)*(?:{})(?![\w/.:'-])".format(
+_PROGRAM = r"(?<![\w/.~=-])(?:sudo\s+)?(?:[A-Z_]+=\S+\s+)*(?:{})(?![\w/.:'-])".format(
     "|".join(re.escape(p) for p in sorted(_SIMULATED | _NOT_SIMULATED, key=len, reverse=True))
 )
 # Words that end a command written inside a sentence ("nvidia-smi -pm 1 until reboot").
@@ -154,6 +153,7 @@ _VALUE_OPTIONS = {"-i", "-d", "-r", "-u", "-s", "-e", "-pm", "-mig", "-g", "-b",
 _NAMED_OPTION_VALUE = {"-pm": "1", "-e": "1", "-mig": "1", "-i": "0"}
 # Programs that are also English words: a command only where the sentence is not using the word.
 _WORD_PROGRAMS = {"reboot", "kill", "shutdown"}
+_NAMES_ONLY = {"docker"}  # "restart docker", "docker and containerd": the engine named, not its CLI run bare
 # Placeholders and the concrete values a candidate would type for them.
 _PLACEHOLDERS = {
     "<unit>": "nvidia-dcgm",
@@ -209,7 +209,7 @@ def commands_in(text: str) -> list[str]:
         last = command.rsplit(" ", 1)[-1]
         if last in _NAMED_OPTION_VALUE and not re.search(r" (?:nvlink|mig) ", command):
             command += " " + _NAMED_OPTION_VALUE[last]
-        if command:
+        if command and command not in _NAMES_ONLY:
             found.append(command)
     return found
 

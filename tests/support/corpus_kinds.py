@@ -22,6 +22,8 @@ CORPUS_KINDS: tuple[tuple[str, str], ...] = (
     ("ibstat/*.txt", "ibstat"),
     ("ibstatus/*.txt", "ibstat"),
     ("ibv_devinfo/*.txt", "ibv-devinfo"),
+    ("ibnetdiscover/*.txt", "ibnetdiscover"),
+    ("iblinkinfo/*.txt", "iblinkinfo"),
     ("perftest/*.txt", "ib-write-bw"),
     ("dmesg_xid/*.txt", "dmesg"),
     ("fabricmanager/0[23]_*.txt", "systemctl-show"),
@@ -33,6 +35,15 @@ CORPUS_KINDS: tuple[tuple[str, str], ...] = (
     ("nccl_debug/03_*.txt", "nccl-tests"),
     ("nccl_warn/*.txt", "nccl-debug"),
     ("dcgmi_diag/*.txt", "dcgmi-diag"),
+    ("dpkg/*.txt", "dpkg-list"),
+    ("dkms/*.txt", "dkms-status"),
+    ("scontrol_node/*.txt", "scontrol-node"),
+    ("hpl/*.txt", "hpl"),
+    ("nvbandwidth/*.txt", "nvbandwidth"),
+    ("mlxlink/*.txt", "mlxlink"),
+    ("mlxfwmanager/*.txt", "mlxfwmanager"),
+    ("docker_info/*.txt", "docker-info"),
+    ("cdi_spec/*.txt", "cdi-spec"),
 )
 
 

@@ -22,13 +22,20 @@ from assessor.targets.mock import MockTarget
 
 PROFILED = ("dgx-a100", "hgx-h100", "hgx-h200")  # fixtures with a shipped profile
 # Faults whose check reads an active source (`capture --with ...`): nccl-tests with NCCL_DEBUG=INFO.
-ACTIVE = {"nccl-socket-fallback": ("nccl",)}
+ACTIVE = {"nccl-socket-fallback": ("nccl",), "ib-ber-high": ("mlxlink",), "ib-link-flapped": ("mlxlink",)}
 # Every fault's check fails (dcgm-stopped's is services.active: dcgm.diag can only say `error` there,
 # since dcgmi prints nothing but the connection error).
-EXPECTED: dict[str, str] = {}
+EXPECTED: dict[str, str] = {
+    # a stale CDI spec is a file on the node's disk: a node held in memory has none, and the check has no spec to read
+    "cdi-spec-stale": "skip",
+    "cdi-spec-old-driver": "skip",
+    # Slurm's view comes from the node's running slurmctld: a node not running gives an error, never a pass
+    "slurm-gres-short": "error",
+}
 # After a repair, gpu.ecc_errors still warns, rightly: the lifetime (aggregate) uncorrectable count survives
 # the GPU reset that clears the volatile one.
-AFTER_REPAIR = {"ecc-uncorrectable": "warn"}
+AFTER_REPAIR = {"ecc-uncorrectable": "warn", "cdi-spec-stale": "skip", "cdi-spec-old-driver": "skip"}
+AFTER_REPAIR["slurm-gres-short"] = "skip"  # the repair takes the cluster away: no scontrol on the node
 
 
 def _profile_for(fixture: str, check: str) -> Profile:
@@ -90,9 +97,13 @@ def test_snapshot_captures_every_source_from_the_simulator() -> None:
     assert snap.host == "dgx-a100-01"
     expected = {c.file for c in COMMANDS} | {"nvml.json"}
     assert set(snap.sources) == expected
-    # `nvidia-smi mig -lgi` exits nonzero when no GPU is in MIG mode, as on a real node.
+    # `nvidia-smi mig -lgi` exits nonzero when no GPU is in MIG mode, as on a real node; the docker CLI finds
+    # no daemon (a node no container lab set up) and there is no CDI spec.
     assert {name: s.status for name, s in snap.sources.items() if s.status != "ok"} == {
-        "nvidia-smi-mig-lgi.txt": "failed"
+        "nvidia-smi-mig-lgi.txt": "failed",
+        "docker-info.txt": "failed",
+        "cdi-spec.yaml": "missing",
+        "scontrol-node.txt": "missing",  # a node no Slurm lab set up has no Slurm
     }
 
 

@@ -20,7 +20,7 @@ wrong and, by default, only the rule behind them (params ``reveal: true`` also s
 from __future__ import annotations
 
 # Importing the graders registers them.
-from assessor.labs.design import diagnosis, fat_tree, power, staffing  # noqa: F401
+from assessor.labs.design import acceptance, diagnosis, fat_tree, power, staffing  # noqa: F401
 from assessor.labs.design.base import (
     GRADERS,
     GraderSpec,

@@ -40,6 +40,9 @@ FINDINGS: dict[str, str] = {
     "row-remap-failure": "the row remapper reports a failure (Xid 64): a memory bank has no spare row left",
     "thermal-slowdown": "HW thermal slowdown under load: the GPU protects itself from heat",
     "no-subnet-manager": "ports Initializing / LinkUp with no SM LID: the fabric has no subnet manager",
+    "signal-errors": "port Active at full rate, but mlxlink counts BER over the limit and link recoveries (bad signal)",
+    "firmware-mismatch": "a component runs firmware off the fleet's baseline that the node cannot update itself",
+    "miscabled": "port Active at full rate on another switch port than the cabling plan gives it (rails crossed)",
 }
 
 # What the data centre (or the fabric team) is asked to do.
@@ -53,6 +56,8 @@ ACTIONS: tuple[str, ...] = (
     "power-cycle",
     "check-cooling",
     "restore-subnet-manager",
+    "update-firmware",
+    "recable",
 )
 
 # THE action policy: per finding, its rungs in order. The first rung is what is accepted first (one action);
@@ -67,6 +72,9 @@ POLICY: dict[str, tuple[tuple[str, ...], ...]] = {
     "row-remap-failure": (("rma-gpu",),),
     "thermal-slowdown": (("check-cooling",), ("reseat-gpu",), ("rma-gpu",)),
     "no-subnet-manager": (("restore-subnet-manager",),),
+    "signal-errors": (("reseat-cable",), ("replace-cable", "replace-transceiver"), ("check-switch-port",)),
+    "firmware-mismatch": (("update-firmware",),),
+    "miscabled": (("recable",),),
 }
 
 

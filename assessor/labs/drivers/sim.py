@@ -38,6 +38,40 @@ def run_line(line: str, path: Path) -> str:
     return f"$ {line}"
 
 
+# What a candidate waits for before typing a Slurm command after a boot or a restart: the node's slurmctld
+# answers (20 s at most); and, once the node is up, that its slurmd has registered (sinfo shows the node neither
+# unknown nor '*', not responding), so that whatever the scenario makes the daemons do has happened.
+CONTROLLER_UP = "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && break; sleep 0.25; done"
+SETTLED = (
+    "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && "
+    "! sinfo -h -o %t | grep -q -e unk -e '\\*' && break; sleep 0.25; done"
+)
+
+
+def settle_node(path: Path) -> None:
+    """Boot the node of a lab on a running node and wait until its scenario has played out (a health check)."""
+    run_inside_node(SETTLED, path)
+
+
+def run_inside_node(line: str, path: Path) -> str:
+    """A command typed in the shell of the running node (a lab whose node runs real daemons, Slurm's), the node
+    booted first if it is down, as a candidate's login would (its daemons are real processes only while it
+    runs); a Slurm command first waits for the node's slurmctld to answer."""
+    from assessor.sim.machine.enter import start
+    from assessor.sim.machine.inside import run_inside
+    from assessor.sim.slurm_node import CLIENTS
+
+    start(path)
+    words = line.split()
+    typed = f"{CONTROLLER_UP}; {line}" if words and words[0] in CLIENTS else line
+    done = run_inside(path, ["bash", "-c", typed], timeout=90)
+    if done is None or done.returncode != 0:
+        detail = ((done.stderr or done.stdout) if done else "the node is not running").strip().splitlines()
+        code = done.returncode if done else 1
+        raise StepFailed(f"`{line}` exited {code} on the simulated node: {detail[-1] if detail else ''}")
+    return f"$ {line}"
+
+
 def env_edit(argv: list[str], path: Path) -> str:
     """``gpulab-env NAME=VALUE`` sets, ``gpulab-env -u NAME`` removes, a variable of ``state.nccl_env``."""
     from assessor.sim.state import updating
@@ -111,7 +145,7 @@ def start_file(lab: Lab, path: Path) -> list[str]:
         log.append(faults.inject(path, step.fault, **step.options))
     log += write_files(lab.files, path)
     for line in lab.commands:
-        log.append(run_line(line, path))
+        log.append(run_inside_node(line, path) if lab.needs_running_node else run_line(line, path))
     return log
 
 
@@ -121,9 +155,11 @@ def solve_file(lab: Lab, path: Path) -> list[str]:
         raise InputError(
             f"{path}: no such simulated node state; start the lab first: gpulab lab start {lab.id} --target mock:{path}"
         )
+    if lab.needs_running_node:  # the scenario plays out on the running node (a health check drains it)
+        settle_node(path)
     log = write_files(lab.solution_files, path)
-    for line in lab.solution_commands:
-        log.append(run_line(line, path))
+    for line in lab.solution_commands:  # on a running node's lab, typed in the node's shell
+        log.append(run_inside_node(line, path) if lab.needs_running_node else run_line(line, path))
     if not log:
         log.append(
             f"nothing to do on the node: the remedy is physical (the reference ticket is {lab.solution_answer})"

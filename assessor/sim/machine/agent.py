@@ -100,6 +100,12 @@ def write_layer(paths: NodePaths, python: str) -> None:
 
     for node_path in TOOL_PATHS.values():
         put(node_path, tool)
+        # A program of the same name in the host's /usr/local (a docker CLI) comes first on the node's PATH:
+        # the simulated tool covers it there too, so the node never runs the host's.
+        name = node_path.rsplit("/", 1)[1]
+        for local in ("/usr/local/sbin", "/usr/local/bin"):
+            if os.path.lexists(f"{local}/{name}"):
+                put(f"{local}/{name}", tool)
     _put_nvml_library(layer)
     for node_path in DAEMON_PATHS.values():
         put(node_path, standin)
@@ -133,6 +139,7 @@ def prepare(paths: NodePaths, state: NodeState, python: str) -> None:
     for sub in ("work/usr", "work/etc", "sock/jobs", "proc/driver", "newroot"):
         (paths.run / sub).mkdir(parents=True, exist_ok=True)
     write_layer(paths, python)
+    _slurm_runtime(paths, state)
     own = {
         "etc/hostname": f"{state.host}\n",
         "etc/hosts": f"127.0.0.1\tlocalhost\n127.0.1.1\t{state.host}\n::1\tlocalhost ip6-localhost ip6-loopback\n",
@@ -147,6 +154,17 @@ def prepare(paths: NodePaths, state: NodeState, python: str) -> None:
     boot = paths.published / "boot_id"
     if not boot.exists():
         boot.write_text(boot_id(state) + "\n", encoding="utf-8")
+
+
+def _slurm_runtime(paths: NodePaths, state: NodeState) -> None:
+    """A node that runs Slurm gets its daemons' launcher and library (:mod:`assessor.sim.slurm_node.runtime`)."""
+    from assessor.sim.slurm_node import runs_slurm
+    from assessor.sim.slurm_node.runtime import write_runtime
+
+    if runs_slurm(state):
+        problem = write_runtime(paths.layer)
+        if problem:
+            print(f"gpulab: the node's Slurm cannot run: {problem}", file=sys.stderr)
 
 
 def _simulated_file(paths: NodePaths, node_path: str) -> str | None:
@@ -225,7 +243,7 @@ class Agent:
         state = load_state(self.paths.state)
         prepare(self.paths, state, self.python)
         publish(self.paths, state)
-        script = boot_script(self.paths, state.host, device_files(state), self.python)
+        script = boot_script(self.paths, state.host, device_files(state), self.python, address=_address(state))
         log = open(self.paths.log, "ab")  # noqa: SIM115 - the node's stderr for its whole life
         self.proc = subprocess.Popen(
             [*UNSHARE_ARGS, "sh", "-c", script],
@@ -322,7 +340,9 @@ class Agent:
     def _kill(self, pid: int) -> None:
         print(f"gpulab node agent: ending PID {pid}", file=sys.stderr, flush=True)
         self.expected.add(pid)
-        self._send({"op": "kill", "pid": pid, "sig": int(signal.SIGKILL)})
+        process = self.running.get(pid)
+        sig = process.stop_signal if process is not None else int(signal.SIGKILL)
+        self._send({"op": "kill", "pid": pid, "sig": sig})
         self.running.pop(pid, None)
 
     def sync(self) -> None:
@@ -380,8 +400,14 @@ class Agent:
             print(f"gpulab node agent: {gone.comm} (PID {pid}) ended: {event}", file=sys.stderr, flush=True)
             died_of = event.get("signal")
             sig = died_of if isinstance(died_of, int) else int(signal.SIGTERM)
+            code = event.get("code")
             with contextlib.suppress(Exception), updating(self.paths.state) as state:
                 deliver(state, gone.pid, sig)
+                service = state.services.get(gone.unit or "")
+                if service is not None and isinstance(code, int) and code != 0:
+                    # a real daemon that exits with an error (slurmd refusing its gres.conf): its unit failed
+                    service.active_state, service.sub_state = "failed", "failed"
+                    service.result, service.exec_main_status = "exit-code", code
 
     # ---- serving the node's tools ------------------------------------------------------------
 
@@ -510,6 +536,13 @@ class Agent:
                 self.proc.wait(5)
         with contextlib.suppress(OSError):
             self.paths.record.unlink()
+
+
+def _address(state: NodeState) -> str | None:
+    """The address the node's network gets beside loopback: only a node that runs Slurm needs one."""
+    from assessor.sim.slurm_node import NODE_ADDRESS, runs_slurm
+
+    return NODE_ADDRESS if runs_slurm(state) else None
 
 
 def _stat_mark(path: Path) -> tuple[float, int]:

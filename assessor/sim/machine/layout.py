@@ -28,6 +28,11 @@ TOOL_PATHS: dict[str, str] = {
     "ibstatus": "/usr/sbin/ibstatus",
     "ibv_devinfo": "/usr/bin/ibv_devinfo",
     "perfquery": "/usr/sbin/perfquery",
+    "iblinkinfo": "/usr/sbin/iblinkinfo",
+    "ibnetdiscover": "/usr/sbin/ibnetdiscover",
+    "sminfo": "/usr/sbin/sminfo",
+    "ibswitches": "/usr/sbin/ibswitches",
+    "ibhosts": "/usr/sbin/ibhosts",
     "ib_write_bw": "/usr/bin/ib_write_bw",
     "ib_read_bw": "/usr/bin/ib_read_bw",
     "ib_send_bw": "/usr/bin/ib_send_bw",
@@ -47,6 +52,13 @@ TOOL_PATHS: dict[str, str] = {
     "shutdown": "/usr/sbin/shutdown",
     "uptime": "/usr/bin/uptime",
     "dcgmi": "/usr/bin/dcgmi",
+    "nvidia-ctk": "/usr/bin/nvidia-ctk",
+    "docker": "/usr/bin/docker",
+    "dpkg": "/usr/bin/dpkg",
+    "apt": "/usr/bin/apt",
+    "apt-get": "/usr/bin/apt-get",
+    "dkms": "/usr/sbin/dkms",
+    "modinfo": "/usr/sbin/modinfo",
     "all_reduce_perf": "/usr/bin/all_reduce_perf",
     "all_gather_perf": "/usr/bin/all_gather_perf",
     "reduce_scatter_perf": "/usr/bin/reduce_scatter_perf",
@@ -54,6 +66,14 @@ TOOL_PATHS: dict[str, str] = {
     "sendrecv_perf": "/usr/bin/sendrecv_perf",
     "broadcast_perf": "/usr/bin/broadcast_perf",
     "reduce_perf": "/usr/bin/reduce_perf",
+    "mpirun": "/usr/bin/mpirun",
+    "hpl.sh": "/usr/local/bin/hpl.sh",  # the NGC HPC-Benchmarks launcher, installed on the node's PATH
+    "nvbandwidth": "/usr/local/bin/nvbandwidth",  # built from github.com/NVIDIA/nvbandwidth
+    "mlxlink": "/usr/bin/mlxlink",
+    "flint": "/usr/bin/flint",
+    "mstflint": "/usr/bin/mstflint",
+    "mlxfwmanager": "/usr/bin/mlxfwmanager",
+    "mlxfwreset": "/usr/bin/mlxfwreset",
 }
 # The simulated tools that a node does NOT get: its real files and processes answer instead.
 REAL_INSIDE = ("cat", "kill")
@@ -141,6 +161,7 @@ class NodeProcess:
     argv: tuple[str, ...]
     holds: tuple[str, ...]  # the device files it keeps open, inside the node
     unit: str | None = None
+    stop_signal: int = 9  # how the agent ends it: SIGKILL; a real daemon (Slurm) gets SIGTERM and saves its state
 
     @property
     def key(self) -> tuple[int, str, tuple[str, ...]]:
@@ -210,6 +231,7 @@ def node_processes(state: NodeState) -> list[NodeProcess]:
             held = jobs.setdefault(p.pid, (job_name(p.name), ["/dev/nvidiactl", "/dev/nvidia-uvm"], p.unit))[1]
             if gpu_device(gpu) not in held:
                 held.append(gpu_device(gpu))
+    out += _slurm_processes(state)
     taken = {p.pid for p in out}
     for pid, (name, held, job_unit) in sorted(jobs.items()):
         if pid in taken:
@@ -217,6 +239,18 @@ def node_processes(state: NodeState) -> list[NodeProcess]:
         exe = f"{GPULAB_DIR}/jobs/{name}"
         out.append(NodeProcess(pid, name, exe, (name,), tuple(held), job_unit))
     return out
+
+
+def _slurm_processes(state: NodeState) -> list[NodeProcess]:
+    """The node's real Slurm daemons (:mod:`assessor.sim.slurm_node`), each started by its launcher."""
+    from assessor.sim.slurm_node import daemon_processes
+    from assessor.sim.slurm_node.runtime import LAUNCHER
+    from assessor.sim.tools.system import main_pid
+
+    return [
+        NodeProcess(main_pid(state, unit), comm, LAUNCHER, ("slurm-daemon", *cmdline.split()), (), unit, stop_signal=15)
+        for unit, comm, cmdline in daemon_processes(state)
+    ]
 
 
 def boot_id(state: NodeState) -> str:

@@ -23,8 +23,12 @@ _STANDARD_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 
-def boot_script(paths: NodePaths, host: str, devices: list[str], python: str) -> str:
-    """The ``sh`` script run under ``unshare``; it ends by exec-ing the node's PID 1 (``pid1.py``)."""
+def boot_script(paths: NodePaths, host: str, devices: list[str], python: str, *, address: str | None = None) -> str:
+    """The ``sh`` script run under ``unshare``; it ends by exec-ing the node's PID 1 (``pid1.py``).
+
+    ``address``: the node's network gets its loopback device up with this address beside ``127.0.0.1`` (a
+    node that runs daemons talking over TCP, :mod:`assessor.sim.slurm_node`); None leaves it down, as before.
+    """
     q = shlex.quote
     nr = q(str(paths.newroot))
     root = paths.root
@@ -86,6 +90,11 @@ def boot_script(paths: NodePaths, host: str, devices: list[str], python: str) ->
         "if [ -e /proc/$p ]; then mount --bind /dev/null /proc/$p; fi; done",
         "umount -l /.old && rmdir /.old",
         f"hostname {q(host)}",
+        *(
+            [f"ip link set lo up && ip addr add {q(address)}/32 dev lo || echo 'gpulab: no network on the node' >&2"]
+            if address
+            else []
+        ),
         "cd /root",
         f"exec {q(python)} -S -I {GPULAB_DIR}/pid1.py",
     ]

@@ -46,13 +46,16 @@ class Session:
         return node_root(self.path, self.env)
 
     def read(self) -> NodeState:
+        """The node as the caller sees it: inside a Slurm job, only the job's GPUs (:mod:`..slurm_node.jobs`)."""
+        from assessor.sim.slurm_node.jobs import job_view
+
         if self.path is not None:
             from assessor.sim.state import load_state
 
-            return load_state(self.path)
+            return job_view(load_state(self.path), self.env)
         if self.state is None:
             raise RuntimeError("session has neither a state file nor a state")
-        return self.state
+        return job_view(self.state, self.env)
 
     @contextlib.contextmanager
     def update(self) -> Iterator[NodeState]:
@@ -74,6 +77,11 @@ TOOLS: dict[str, tuple[str, str]] = {
     "ibstatus": ("ib", "ibstatus"),
     "ibv_devinfo": ("ib", "ibv_devinfo"),
     "perfquery": ("perfquery", "perfquery"),
+    "iblinkinfo": ("ibfabric", "iblinkinfo"),
+    "ibnetdiscover": ("ibfabric", "ibnetdiscover"),
+    "sminfo": ("ibfabric", "sminfo"),
+    "ibswitches": ("ibfabric", "ibswitches"),
+    "ibhosts": ("ibfabric", "ibhosts"),
     "ib_write_bw": ("ib", "ib_write_bw"),
     "ib_read_bw": ("ib", "ib_read_bw"),
     "ib_send_bw": ("ib", "ib_send_bw"),
@@ -95,7 +103,14 @@ TOOLS: dict[str, tuple[str, str]] = {
     "shutdown": ("node", "shutdown"),
     "uptime": ("node", "uptime"),
     "dcgmi": ("dcgmi", "main"),
+    "nvidia-ctk": ("nvidia_ctk", "main"),
+    "docker": ("docker", "main"),
     "nv-fabricmanager": ("daemons", "nv_fabricmanager"),  # typed by hand: -v (the daemon runs from its unit)
+    "dpkg": ("packages", "dpkg"),
+    "apt": ("packages", "apt"),
+    "apt-get": ("packages", "apt"),
+    "dkms": ("packages", "dkms"),
+    "modinfo": ("packages", "modinfo"),
     "all_reduce_perf": ("nccl", "all_reduce_perf"),
     "all_gather_perf": ("nccl", "all_gather_perf"),
     "reduce_scatter_perf": ("nccl", "reduce_scatter_perf"),
@@ -103,6 +118,14 @@ TOOLS: dict[str, tuple[str, str]] = {
     "sendrecv_perf": ("nccl", "sendrecv_perf"),
     "broadcast_perf": ("nccl", "broadcast_perf"),
     "reduce_perf": ("nccl", "reduce_perf"),
+    "mpirun": ("hpl", "mpirun"),
+    "hpl.sh": ("hpl", "hpl_sh"),
+    "nvbandwidth": ("nvbandwidth", "nvbandwidth"),
+    "mlxlink": ("mlxlink", "mlxlink"),
+    "flint": ("mlxfw", "flint"),
+    "mstflint": ("mlxfw", "mstflint"),
+    "mlxfwmanager": ("mlxfw", "mlxfwmanager"),
+    "mlxfwreset": ("mlxfw", "mlxfwreset"),
 }
 
 

@@ -10,8 +10,9 @@ Starts over: the clock (a new boot time, uptime from zero), the kernel log, the 
 node loads at boot, less what ``/etc/modprobe.d`` blacklists), the kernel module's version (the installed
 one loads, so a driver upgraded without a reboot now matches), every process, MIG GPU and compute
 instances (MIG User Guide: "the MIG configuration does not persist across reboots"), volatile ECC counts,
-pending row remaps (applied), a GPU that fell off the bus, legacy persistence mode; enabled units start
-again in boot order and disabled ones stay down.
+pending row remaps (applied), a GPU that fell off the bus, legacy persistence mode, power limits and locked
+clocks set with nvidia-smi, an HCA's firmware (the image burned to flash runs) and its ports' physical
+counters; enabled units start again in boot order and disabled ones stay down.
 """
 
 from __future__ import annotations
@@ -58,14 +59,18 @@ def _boot_modules(state: NodeState, blacklist: set[str]) -> list[ModuleState]:
 def reboot(state: NodeState, root: Path | None = None) -> None:
     """Reboot ``state``'s node in place, reading its configuration files under ``root``."""
     from assessor.sim.fixtures import boot_kernel_log
+    from assessor.sim.packages import boot_kernel, booted_log, module_version
     from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state
     from assessor.sim.tools.system import start_unit
 
     clock.reboot(state)
+    boot_kernel(state)  # the newest installed kernel boots (assessor.sim.packages)
     blacklist = modprobe_blacklist(root)
+    if module_version(state) is None:  # DKMS built no nvidia module for this kernel: none loads
+        blacklist |= set(_NVIDIA_MODULES)
     state.modules = _boot_modules(state, blacklist)
     driver = state.driver
-    driver.kernel_module_version = driver.version  # the installed module is the one that loads
+    driver.kernel_module_version = module_version(state) or driver.version  # the installed module is the one that loads
     driver.loaded = state.module_loaded("nvidia")
     for gpu in state.gpus:
         reset_gpu_state(gpu)
@@ -73,11 +78,18 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
         gpu.memory_used_mib = 0
         gpu.lost = False
         gpu.persistence_mode = False  # until nvidia-persistenced starts
+        # nvidia-smi -pl and -lgc last until the driver unloads: the board's defaults come back at boot
+        gpu.power_limit_w = gpu.power_default_limit_w or gpu.power_limit_w
+        gpu.locked_gpu_clocks_mhz = None
         for link in gpu.nvlinks:
             link.active = True
         if gpu.remapped_rows is not None:
             gpu.remapped_rows.pending = False
         await_fabric_registration(gpu, state)  # until the fabric manager starts below
+    from assessor.sim.tools.mlxfw import activate_firmware
+
+    for hca in state.ib_hcas:
+        activate_firmware(hca)  # the image on flash runs; the port counters start over with the boot
     log = boot_kernel_log(state)
     if not driver.loaded:
         log = [line for line in log if "nvidia" not in line.lower() and "NVRM" not in line]
@@ -93,7 +105,7 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
                 f"[{7.2:12.6f}] NVRM: nouveau, rivafb, nvidiafb or rivatv ",
                 f"[{7.2:12.6f}] NVRM: was loaded and obtained ownership of the NVIDIA device(s).",
             ]
-    state.kernel_log = log
+    state.kernel_log = booted_log(state, log)
     ordered = [u for u in _BOOT_ORDER if u in state.services] + sorted(
         u for u in state.services if u not in _BOOT_ORDER
     )

@@ -24,6 +24,7 @@ from assessor.sim.config_root import (
     read_config,
 )
 from assessor.sim.gpu_clients import cuda_processes, driver_handles
+from assessor.sim.slurm_node import UNITS as SLURM_UNITS
 from assessor.sim.state import ClockState, ModuleState, NodeState, ServiceState
 from assessor.sim.tools import Session, ToolResult
 
@@ -190,6 +191,11 @@ _AUTO_DEPENDENCIES = ("nvidia_uvm", "nvidia_modeset", "nvidia_drm", "mlx5_ib", "
 def _load(state: NodeState, name: str) -> ToolResult | None:
     if state.module_loaded(name):
         return None  # already loaded: modprobe succeeds silently
+    from assessor.sim.packages import nvidia_module_missing
+
+    missing_build = nvidia_module_missing(state, name)  # DKMS never built the driver for the running kernel
+    if missing_build is not None:
+        return ToolResult(1, "", missing_build)
     if name not in _KNOWN_MODULES:
         where = f"/lib/modules/{_release(state)}"
         return ToolResult(1, "", f"modprobe: FATAL: Module {name} not found in directory {where}\n")
@@ -246,11 +252,12 @@ def _driver_loaded(state: NodeState) -> None:
     loading the driver, as on a real node. Loading resets every GPU: pending modes apply, MIG instances and
     processes are gone, and NVSwitch GPUs wait for the fabric manager to register them again.
     """
+    from assessor.sim.packages import module_version
     from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state
 
     drv = state.driver
     drv.loaded = True
-    drv.kernel_module_version = drv.version
+    drv.kernel_module_version = module_version(state) or drv.version  # the build DKMS installed for this kernel
     for gpu in state.gpus:
         reset_gpu_state(gpu)
         gpu.processes = []
@@ -445,6 +452,10 @@ def _daemon_lines(state: NodeState, unit: str, ok: bool, root: Path | None = Non
     """
     if unit == IMEX_UNIT:
         return _imex_lines(state, ok, root)
+    if unit == "docker.service":
+        from assessor.sim.containers import docker_journal
+
+        return docker_journal(state, ok, root)
     if unit != "nvidia-fabricmanager.service":
         return []
     drv = state.driver
@@ -584,7 +595,15 @@ _UNITS = {
         "/etc/init.d/openibd start bootid=0",
     ),
     "opensm.service": ("OpenSM", "/lib/systemd/system", "opensm", "/usr/sbin/opensm"),
+    "docker.service": (
+        "Docker Application Container Engine",
+        "/lib/systemd/system",
+        "dockerd",
+        "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+    ),
+    "containerd.service": ("containerd container runtime", "/lib/systemd/system", "containerd", "/usr/bin/containerd"),
     IMEX_UNIT: ("NVIDIA IMEX service", "/lib/systemd/system", "nvidia-imex", f"/usr/bin/nvidia-imex -c {IMEX_CONFIG}"),
+    **SLURM_UNITS,  # munge, slurmctld, slurmd: real daemons on the node (assessor.sim.slurm_node)
 }
 _PROPERTY_ORDER = (
     # systemctl show prints the Service interface's properties before the Unit's.
@@ -1027,6 +1046,12 @@ def start_unit(state: NodeState, unit: str, service: ServiceState, root: Path | 
         # IMEX checks the loaded driver stack and aborts on a mismatch (IMEX guide); its node list, above
         _fail(service)
         return False
+    if unit == "docker.service":
+        from assessor.sim.containers import docker_started
+
+        if docker_started(state, root) is not None:  # dockerd exits on a daemon.json it cannot read
+            _fail(service)
+            return False
     service.active_state, service.result, service.exec_main_status = "active", "success", 0
     service.sub_state = "exited" if unit == "openibd.service" else "running"
     if unit == "nvidia-persistenced.service":

@@ -34,12 +34,17 @@ def test_the_labs_with_a_physical_remedy_grade_a_ticket() -> None:
         "health-401",
         "health-403",
         "health-405",
+        "health-406",
         "ib-201",
+        "ib-202",
+        "ib-203",
         "ib-301",
         "ib-302",
+        "ib-303",
         "ib-401",
         "ib-402",
         "ib-403",
+        "ib-404",
     ]
 
 
