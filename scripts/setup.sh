@@ -19,8 +19,9 @@ apt_install() {  # as root on Debian/Ubuntu: install packages, refreshing the pa
 if [ ! -x /usr/sbin/sshd ]; then
   apt_install openssh-server || echo "setup: /usr/sbin/sshd is missing; install openssh-server (the SSH tests need it)" >&2
 fi
-# A real Slurm (slurmctld, slurmd, scontrol/sinfo, munge) runs `gpulab slurm health|prolog|epilog` in two tests
-# (tests/slurm/test_real_slurm.py), which start their own daemons with their own key, socket, ports and slurm.conf.
+# A real Slurm (slurmctld, slurmd, scontrol/sinfo/srun, munge) runs `gpulab slurm health|prolog|epilog` in
+# tests/slurm/test_real_slurm.py and the slurm labs inside the simulated node (assessor/sim/slurm_node), each with its
+# own daemons, key, socket, ports and slurm.conf.
 # Nothing here starts a daemon or writes /etc/slurm/slurm.conf (Debian's slurmd and slurmctld units need it to start);
 # on a host run by systemd, the munge package starts its own munged, which the tests do not use.
 if [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/bin/scontrol ] || [ ! -x /usr/sbin/munged ]; then
