@@ -141,12 +141,10 @@ def _sim_node_id(spec: str | None, inventory: str | None = None) -> str | None:
     path = _state_file(spec, inventory)
     if path is None:
         return None
-    from assessor.sim.state import load_state
+    from assessor.sim.state import look_at_state
 
-    try:
-        return load_state(path).node_id or None
-    except InputError:
-        return None
+    state, _ = look_at_state(path)
+    return (state.node_id or None) if state is not None else None
 
 
 def target_key(spec: str, inventory: str | None = None) -> str:
@@ -182,18 +180,15 @@ def node_flags(spec: str | None, inventory: str | None = None, options: TargetOp
         return remote_flags(spec, options, inventory)
     if path is None or not path.exists():
         return []
-    from assessor.sim.state import EDITED_MARK, load_state, stamp_status
+    from assessor.sim.state import EDITED_MARK, look_at_state
 
     out = []
-    status = stamp_status(path)
+    state, status = look_at_state(path)
     if status == "mismatch":
         out.append(f"{HAND_EDITED}: {path.name} was changed since the simulator last wrote it")
     elif status == "missing":
         out.append(f"{HAND_EDITED}: {path.name} has no integrity stamp (not written by the simulator)")
-    try:
-        marks = load_state(path).marks
-    except InputError:
-        marks = []
+    marks = state.marks if state is not None else []
     for mark in marks:
         if mark == EDITED_MARK and status == "ok":
             out.append(f"{HAND_EDITED}: {path.name} was changed outside the simulator, then a simulated tool saved it")

@@ -350,6 +350,34 @@ class ServiceState:
 
 
 @dataclass
+class BmcUserState:
+    """One user slot of the BMC (IPMI user id 1..N). The password is never kept: only its salted hash."""
+
+    id: int
+    name: str = ""
+    enabled: bool = False
+    # the privilege limit on LAN channel 1: 1 callback, 2 user, 3 operator, 4 admin, 15 no access, 0 never set
+    privilege: int = 0
+    password_hash: str = ""  # "salt$sha256"; "" never set
+    factory_password: bool = False  # still the password it left the factory with
+
+
+@dataclass
+class BmcState:
+    """The node's BMC as ``ipmitool`` reaches it in-band: LAN channel 1 and its users (assessor.sim.tools.ipmitool)."""
+
+    ip_source: str = "dhcp"  # static | dhcp
+    ip: str = "0.0.0.0"
+    netmask: str = "0.0.0.0"
+    gateway: str = "0.0.0.0"
+    mac: str = "00:00:00:00:00:00"
+    vlan: int | None = None  # None: 802.1q disabled
+    users: list[BmcUserState] = field(default_factory=list)
+    firmware: str = "1.0"
+    resets: int = 0  # cold resets since the lab started
+
+
+@dataclass
 class DockerDaemonState:
     """What the running docker daemon read at its last start (:mod:`assessor.sim.containers`)."""
 
@@ -390,6 +418,7 @@ class NodeState:
     nvswitches: list[NvSwitchState] = field(default_factory=list)
     ib_hcas: list[IbHcaState] = field(default_factory=list)
     sm_present: bool = True
+    switch_firmware: dict[str, str] = field(default_factory=dict)  # a switch off the fabric's firmware
     modules: list[ModuleState] = field(default_factory=list)
     services: dict[str, ServiceState] = field(default_factory=dict)
     kernel_log: list[str] = field(default_factory=list)
@@ -408,6 +437,8 @@ class NodeState:
     node_id: str = ""  # which simulated node this is: `lab start` gives the node it sets up a new id
     marks: list[str] = field(default_factory=list)  # what gpulab did here a grade must know ("solved mig-301")
     docker: DockerDaemonState | None = None  # None: no docker engine on the node
+    kernel_cmdline: str | None = None  # /proc/cmdline; None: the fixture's (assessor.sim.grub)
+    bmc: BmcState | None = None  # None: no BMC reachable in-band (no /dev/ipmi0)
 
     def gpu(self, index: int) -> GpuState:
         """The GPU with NVML index ``index`` (IndexError when absent)."""
@@ -552,6 +583,37 @@ def stamp_status(path: str | os.PathLike[str]) -> str:
     except (OSError, ValueError, RecursionError):
         return "unreadable"
     return _stamp_status_of(data)
+
+
+# The last read of each state file, for callers that only look (a grade's identity and tamper flags): the file is
+# read again only when it changed (another inode, time or size), so one grade reads it once.
+_LOOKED_AT: dict[str, tuple[tuple[int, int, int], NodeState | None, str]] = {}
+
+
+def look_at_state(path: str | os.PathLike[str]) -> tuple[NodeState | None, str]:
+    """The state at ``path`` (None when it is not a readable state) and its :func:`stamp_status`, from one read
+    kept while the file is unchanged. For reading only: the state returned is shared, never change it."""
+    p = Path(path)
+    try:
+        info = p.stat()
+    except OSError:
+        return None, "unreadable"
+    key, stamp_of = str(p.absolute()), (info.st_ino, info.st_mtime_ns, info.st_size)
+    kept = _LOOKED_AT.get(key)
+    if kept is not None and kept[0] == stamp_of:
+        return kept[1], kept[2]
+    try:
+        data = _read_document(p)
+    except InputError:
+        state, status = None, "unreadable"
+    else:
+        status = _stamp_status_of(data)
+        try:
+            state = from_dict(data, source=str(p))
+        except InputError:
+            state = None
+    _LOOKED_AT[key] = (stamp_of, state, status)
+    return state, status
 
 
 def _stamp_status_of(data: Any) -> str:

@@ -113,9 +113,8 @@ class MockTarget:
         from assessor.capture.nvml import collect_json
         from assessor.sim.mock_nvml import MockNvml
 
-        if self.state is None and self.path is None:
-            self.session()  # builds the fixture's state
-        mock = MockNvml(self.state) if self.state is not None else MockNvml(path=self.path)
+        # the state the capture's tools read (a state file is read once for them all, again only if it changed)
+        mock = MockNvml(self.session().read())
         return json.dumps(collect_json(mock))
 
 
