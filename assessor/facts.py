@@ -253,6 +253,29 @@ class AdapterFirmware:
 
 
 @dataclass
+class BmcLan:
+    """The BMC's LAN channel as ``ipmitool lan print`` shows it."""
+
+    ip_source: str | None = None  # static, dhcp (IP Address Source: Static Address / DHCP Address)
+    ip: str | None = None
+    netmask: str | None = None
+    gateway: str | None = None
+    mac: str | None = None
+    vlan: int | None = None  # None: 802.1q Disabled (or not shown: see vlan_shown)
+    vlan_shown: bool = False
+
+
+@dataclass
+class BmcUser:
+    """One BMC user slot (``ipmitool channel getaccess 1`` or ``user list 1``); a password is never read."""
+
+    id: int
+    name: str = ""
+    privilege: str | None = None  # ADMINISTRATOR, OPERATOR, USER, CALLBACK, NO ACCESS, Unknown (0x00)
+    enabled: bool | None = None  # Enable Status; None: user list (which does not show it)
+
+
+@dataclass
 class KernelModule:
     name: str
     size: int | None = None
@@ -566,6 +589,8 @@ class NodeFacts:
     ib_devices: list[IbDevice] | None = None
     link_phy: list[LinkPhy] | None = None  # mlxlink, one entry per port it was run on
     adapter_firmware: list[AdapterFirmware] | None = None  # mlxfwmanager --query
+    bmc_lan: BmcLan | None = None  # ipmitool lan print 1
+    bmc_users: list[BmcUser] | None = None  # ipmitool channel getaccess 1 (or user list 1)
     ib_links: list[IbLink] | None = None  # the cables from CA ports into the fabric (ibnetdiscover, iblinkinfo)
     modules: list[KernelModule] | None = None
     services: list[Service] | None = None
@@ -578,6 +603,8 @@ class NodeFacts:
     nvbandwidth: NvbandwidthRun | None = None
     os_release: dict[str, str] | None = None
     uname: str | None = None
+    kernel_cmdline: str | None = None  # cat /proc/cmdline: what the running kernel booted with
+    grub_cmdline: str | None = None  # /etc/default/grub: the parameters the next boot gets (after update-grub)
     packages: list[DebPackage] | None = None  # dpkg -l
     dkms: list[DkmsBuild] | None = None  # dkms status
     container_engine: ContainerEngine | None = None

@@ -57,6 +57,14 @@ FILES: tuple[SnapshotFile, ...] = (
     _row("ibstat.txt", "ibstat", "ibstat", ("ibstat",)),
     _row("ibv_devinfo.txt", "ibv-devinfo", "ibv_devinfo", ("ibv_devinfo",)),
     _row("mlxfwmanager.txt", "mlxfwmanager", "mlxfwmanager --query (MFT)", ("mlxfwmanager", "--query")),
+    _row("ipmitool-lan.txt", "ipmitool-lan", "ipmitool lan print 1 (the BMC)", ("ipmitool", "lan", "print", "1")),
+    _row(
+        "ipmitool-users.txt",
+        "ipmitool-users",
+        "ipmitool channel getaccess 1 (the BMC's users; never a password)",
+        ("ipmitool", "channel", "getaccess", "1"),
+        ("ipmitool", "user", "list", "1"),
+    ),
     _row("lsmod.txt", "lsmod", "lsmod", ("lsmod",)),
     _row(
         "dmesg.txt",
@@ -97,6 +105,8 @@ FILES: tuple[SnapshotFile, ...] = (
         ("cat", "/etc/cdi/nvidia.json"),
     ),
     _row("uname.txt", "uname", "uname -a", ("uname", "-a")),
+    _row("cmdline.txt", "proc-cmdline", "cat /proc/cmdline", ("cat", "/proc/cmdline")),
+    _row("grub-default.txt", "grub-default", "cat /etc/default/grub", ("cat", "/etc/default/grub")),
     # The cables from the node's HCAs into the fabric: the topology file, or iblinkinfo where it is pasted.
     _row("ibnetdiscover.txt", "ibnetdiscover", "ibnetdiscover", ("ibnetdiscover",), priority=30),
     _row("iblinkinfo.txt", "iblinkinfo", "iblinkinfo (as pasted)", priority=31),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from assessor.checks import (  # noqa: F401  (registration side effects)
+    bmc,
     cabling,
     containers,
     dcgm,
@@ -13,6 +14,7 @@ from assessor.checks import (  # noqa: F401  (registration side effects)
     gpu,
     hpl,
     ib,
+    iommu,
     mig,
     nccl,
     node,

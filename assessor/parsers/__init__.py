@@ -72,6 +72,14 @@ KINDS: dict[str, Kind] = {
         Kind("ibv-devinfo", "ibv_devinfo", "parse", "ibv_devinfo", ("ib_devices",)),
         Kind("mlxlink", "mlxlink", "parse", "mlxlink -d DEV -m -c (MFT), one or more runs", ("link_phy",)),
         Kind("mlxfwmanager", "mlxfwmanager", "parse", "mlxfwmanager --query (MFT) or mlxup", ("adapter_firmware",)),
+        Kind("ipmitool-lan", "ipmitool", "parse_lan", "ipmitool lan print 1 (the BMC's LAN channel)", ("bmc_lan",)),
+        Kind(
+            "ipmitool-users",
+            "ipmitool",
+            "parse_users",
+            "ipmitool channel getaccess 1 or user list 1 (the BMC's users)",
+            ("bmc_users",),
+        ),
         Kind("ibnetdiscover", "ibnetdiscover", "parse", "ibnetdiscover (the fabric topology file)", ("ib_links",)),
         Kind("iblinkinfo", "iblinkinfo", "parse", "iblinkinfo (every port of the fabric)", ("ib_links",)),
         Kind(
@@ -107,6 +115,8 @@ KINDS: dict[str, Kind] = {
         Kind("docker-info", "docker_info", "parse", "docker info", ("container_engine",)),
         Kind("cdi-spec", "cdi_spec", "parse", "a CDI spec: cat /etc/cdi/nvidia.yaml", ("cdi_spec",)),
         Kind("uname", "system", "parse_uname", "uname -a", ("uname",)),
+        Kind("proc-cmdline", "kernel_cmdline", "parse_cmdline", "cat /proc/cmdline", ("kernel_cmdline",)),
+        Kind("grub-default", "kernel_cmdline", "parse_grub_default", "cat /etc/default/grub", ("grub_cmdline",)),
         Kind("dpkg-list", "dpkg", "parse", "dpkg -l (dpkg's package database)", ("packages",)),
         Kind("dkms-status", "dkms", "parse", "dkms status", ("dkms",)),
         Kind(

@@ -72,6 +72,11 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         ),
     ),
     "ib-write-bw": (re.compile(r"#bytes\s+#iterations\s+BW peak\["), re.compile(r"^\s*\w[\w ]{0,40} BW Test\s*$", _M)),
+    "ipmitool-lan": (re.compile(r"^IP Address Source[ \t]+: ", _M), re.compile(r"^802\.1q VLAN ID[ \t]+: ", _M)),
+    "ipmitool-users": (
+        re.compile(r"^ID[ \t]+Name[ \t]+Callin[ \t]+Link Auth[ \t]+IPMI Msg[ \t]+Channel Priv Limit", _M),
+        re.compile(r"^Maximum User IDs[ \t]+: \d+[ \t]*\nEnabled User IDs[ \t]+: ", _M),
+    ),
     "mlxfwmanager": (
         re.compile(r"^Querying Mellanox devices firmware \.\.\.", _M),
         re.compile(r"^  Versions:[ \t]+Current[ \t]+Available[ \t]*$", _M),
@@ -131,6 +136,8 @@ _SIGNATURES: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r'"cdiVersion":\s*"[\d.]{1,16}",'),
     ),
     "uname": (re.compile(r"\A\s*Linux \S+ \d+\.\d+\.\S+ #", _M),),
+    "proc-cmdline": (re.compile(r"\A\s*BOOT_IMAGE=\S+ [^\n]{0,4000}\broot=", _M),),
+    "grub-default": (re.compile(r"^GRUB_CMDLINE_LINUX(?:_DEFAULT)?=", _M),),
     "dpkg-list": (
         re.compile(r"^Desired=Unknown/Install/Remove/Purge/Hold", _M),
         re.compile(r"^\|\|/ Name\s+Version\s+Architecture\s+Description", _M),

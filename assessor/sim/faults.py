@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from assessor.errors import InputError
-from assessor.sim import cabling_faults, link_faults
+from assessor.sim import cabling_faults, grub, link_faults, switch_firmware
 from assessor.sim import clock as node_clock
+from assessor.sim.bmc_faults import FAULTS as BMC_FAULTS
 from assessor.sim.container_faults import FAULTS as CONTAINER_FAULTS
 from assessor.sim.package_faults import KERNEL_UPDATE_NO_DKMS
 from assessor.sim.slurm_faults import CONDITIONS as SLURM_CONDITIONS
@@ -732,6 +733,14 @@ FAULTS: dict[str, Fault] = {
             link_faults.hca_firmware_restored,
         ),
         Fault(
+            "switch-firmware-old",
+            "one switch of the fabric (the last leaf by default) runs older firmware than the rest (options switch, "
+            "version); flint -d lid-N q shows it, the fabric team updates it (a ticket, graded by design.diagnosis)",
+            "firmware.baseline",
+            switch_firmware.switch_firmware_old,
+            switch_firmware.switch_firmware_restored,
+        ),
+        Fault(
             "vbios-mismatch",
             "a GPU runs another VBIOS than the rest of the fleet (options gpu, version)",
             "firmware.baseline",
@@ -882,6 +891,16 @@ FAULTS: dict[str, Fault] = {
             _nccl_ib_back,
         ),
         Fault(
+            "iommu-translated",
+            "the kernel booted with intel_iommu=on and no iommu=pt (in /etc/default/grub and grub.cfg): DMA "
+            "translated, GPU peer-to-peer over PCIe at half speed",
+            "node.iommu",
+            grub.iommu_translated,
+            grub.iommu_default,
+            grub.iommu_translated_cause,
+            grub.iommu_translated_cause_gone,
+        ),
+        Fault(
             "nvlink-down",
             "a GPU's NVLinks are inactive (options gpu, links: how many, default all)",
             "gpu.nvlink",
@@ -992,3 +1011,6 @@ FAULTS.update({spec[0]: Fault(*spec) for spec in CONTAINER_FAULTS})
 # The Slurm cluster on the node (a condition) and its faults live in their own module.
 FAULTS.update({spec[0]: Fault(*spec) for spec in SLURM_FAULTS})
 CONDITIONS.update({spec[0]: Fault(*spec) for spec in SLURM_CONDITIONS})
+
+# The BMC's faults live in their own module.
+FAULTS.update({spec[0]: Fault(*spec) for spec in BMC_FAULTS})

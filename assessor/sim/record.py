@@ -424,6 +424,13 @@ def _ib(facts: NodeFacts, state: NodeState, base: NodeState, fill: Fill) -> None
         )
     state.ib_hcas = list(hcas.values())
     state.sm_present = any(p.sm_lid for p in facts.ib_ports if p.link_layer != "Ethernet")
+    # The compute fabric's discovery (ibnetdiscover) reaches this node's compute HCAs: an InfiniBand HCA it does
+    # not reach is on a fabric of its own (storage), as the fixtures that have one say.
+    reached = {link.ca.rsplit(" ", 1)[-1] for link in facts.ib_links or () if link.ca.startswith(f"{state.host} ")}
+    if reached:
+        for hca in state.ib_hcas:
+            if hca.name not in reached and any(p.link_layer != "Ethernet" for p in hca.ports):
+                hca.role = "storage"
     devices = {d.hca_id: d for d in facts.ib_devices or []}
     for hca in state.ib_hcas:
         device = devices.get(hca.name)

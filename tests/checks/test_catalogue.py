@@ -8,6 +8,8 @@ import pytest
 from assessor.checks import REGISTRY, run_check
 from assessor.checks import references as ref
 from assessor.facts import (
+    BmcLan,
+    BmcUser,
     CdiDevice,
     CdiSpec,
     ContainerEngine,
@@ -52,9 +54,9 @@ def catalogue_ids() -> list[str]:
     return [i for row in rows for i in re.findall(r"`([a-z]+\.[a-z_]+)`", row)]
 
 
-def test_catalogue_has_the_39_checks_the_contracts_list():
+def test_catalogue_has_the_42_checks_the_contracts_list():
     ids = catalogue_ids()
-    assert len(ids) == 39
+    assert len(ids) == 42
     assert "gpu.xid" in ids and "dcgm.diag" in ids
 
 
@@ -111,6 +113,9 @@ def sick_node() -> NodeFacts:
         ],
         ib_links=[IbLink("n1 mlx5_0", 1, peer="MF0;ib-leaf-02:MQM9700/U1", peer_port=1)],  # in rail 2's leaf
         modules=[KernelModule("nvidia")],
+        kernel_cmdline="BOOT_IMAGE=/boot/vmlinuz-5.15.0-91-generic root=/dev/md0 ro quiet intel_iommu=on",
+        bmc_lan=BmcLan(ip_source="dhcp", ip="192.168.1.57", netmask="255.255.255.0", gateway="192.168.1.1"),
+        bmc_users=[BmcUser(2, "ADMIN", "ADMINISTRATOR", enabled=True)],
         services=[Service("nvidia-persistenced.service", "loaded", "failed", "failed")],
         kernel_events=[KernelEvent(kind="xid", code=79, bus_id="0000:18:00", message="GPU has fallen off the bus")],
         slurm_nodes=[SlurmNode("n1", "IDLE+DRAIN", reason="healthcheck: 1 of 2 GPUs visible", gres="gpu:1")],

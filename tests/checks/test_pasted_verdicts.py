@@ -402,9 +402,13 @@ SAMPLES: dict[str, str] = {
     "nvbandwidth": "nvbandwidth/01_v0.8_a100_h2d_sm_full.txt",
     "mlxlink": "mlxlink/01_bluefield3_100g_dac_m_c_prompted.txt",
     "mlxfwmanager": "mlxfwmanager/01_connectx6lx_update_required.txt",
+    "ipmitool-lan": "ipmitool/01_hp_ilo_lan_print_dhcp.txt",
+    "ipmitool-users": "ipmitool/05_supermicro_channel_getaccess_factory_admin.txt",
     "docker-info": "docker_info/01_docker29_nvidia_runtime_cdi_discovered.txt",
     "cdi-spec": "cdi_spec/01_moby_minimal_vendor_spec.txt",
     "scontrol-node": "scontrol_node/01_awslabs_idle_drain_gres_long_form.txt",
+    "proc-cmdline": "proc_cmdline/02_fdio_csit_tx2_intel_iommu_on.txt",
+    "grub-default": "grub_default/02_proxmox_intel_iommu_pt_acs_override.txt",
 }
 LITERALS: dict[str, str] = {
     "nvml": '{"driver": {"version": "570.133.20"}, "gpus": [{"index": 0, "name": "NVIDIA B200"}]}\n',

@@ -272,6 +272,7 @@ def test_labs_are_configured_the_way_nccl_documents_not_by_a_pseudo_command(lab:
         # health-302: the IMEX node list, the file the candidate edits there; nccl-403: root's own ~/.nccl.conf
         allowed = {"/etc/nccl.conf", "/etc/nvidia-imex/nodes_config.cfg", "/root/.nccl.conf"}
         allowed |= {"/etc/slurm/gres.conf", "/etc/slurm/slurm.conf"}  # the Slurm labs: the files Slurm reads
+        allowed |= {"/etc/default/grub"}  # nccl-304: the kernel command line, where Ubuntu keeps it
         # ib-404: the fleet's firmware baseline and the images staged for it, files the candidate only reads
         staged = {f for f in files if f.startswith("/root/firmware/")}
         assert set(files) - staged <= allowed, f"{lab.id} writes {sorted(files)}"

@@ -240,6 +240,15 @@ def _hca_firmware_old(state: NodeState) -> None:
     assert "FW Version:            28.39.1002" in query and "Running" not in query  # nothing pending on flash
 
 
+def _switch_firmware_old(state: NodeState) -> None:
+    lids = {
+        line.split('"')[1].split(";")[1].split(":")[0]: line.split(" lid ")[1].split()[0]
+        for line in tool(state, "ibswitches").stdout.splitlines()
+    }
+    assert "FW Version:            31.2010.1064" in tool(state, "flint", "-d", f"lid-{lids['ib-leaf-08']}", "q").stdout
+    assert "FW Version:            31.2012.1024" in tool(state, "flint", "-d", f"lid-{lids['ib-leaf-01']}", "q").stdout
+
+
 def _vbios_mismatch(state: NodeState) -> None:
     vbios = {g.index: g.vbios for g in facts("nvidia-smi-q", state, "nvidia-smi", "-q").gpus or []}
     assert vbios[0] == "96.00.61.00.01" and vbios[1] == "96.00.74.00.01"
@@ -293,6 +302,24 @@ def _ib_degraded_width(state: NodeState) -> None:
     assert f'# "{state.host} mlx5_2" lid 202 2xNDR' in tool(state, "ibnetdiscover").stdout
 
 
+def _iommu_translated(state: NodeState) -> None:
+    # the kernel booted with intel_iommu=on alone: /proc/cmdline and dmesg say so, PCIe peer-to-peer halves
+    from assessor.parsers.kernel_cmdline import iommu_mode
+
+    cmdline = facts("proc-cmdline", state, "cat", "/proc/cmdline").kernel_cmdline or ""
+    assert cmdline.endswith(" ro quiet intel_iommu=on") and iommu_mode(cmdline) == "translated"
+    log = tool(state, "dmesg").stdout
+    assert "DMAR: IOMMU enabled" in log and "iommu: Default domain type: Translated" in log
+    healthy = load_fixture(state.fixture)
+    run = ("nvbandwidth", "-t", "device_to_device_memcpy_write_ce")
+    sick_bw = facts("nvbandwidth", state, *run).nvbandwidth
+    good_bw = facts("nvbandwidth", healthy, *run).nvbandwidth
+    assert sick_bw is not None and good_bw is not None
+    (sick,), (good,) = sick_bw.tests, good_bw.tests
+    assert sick.sum_gbps is not None and good.sum_gbps is not None
+    assert sick.sum_gbps == pytest.approx(good.sum_gbps / 2, rel=0.01)
+
+
 VERIFY: dict[str, Callable[[NodeState], None]] = {
     "kernel-update-no-dkms": _kernel_update_no_dkms,
     "slurm-gres-short": _slurm_gres_short,
@@ -323,12 +350,25 @@ VERIFY: dict[str, Callable[[NodeState], None]] = {
     "dcgm-stopped": _dcgm_stopped,
     "imex-stopped": _imex_stopped,
     "hca-firmware-old": _hca_firmware_old,
+    "switch-firmware-old": _switch_firmware_old,
     "vbios-mismatch": _vbios_mismatch,
     "ib-ber-high": _ib_ber_high,
     "ib-link-flapped": _ib_link_flapped,
+    "iommu-translated": _iommu_translated,
 }
+
+
+def _bmc_factory_default(state: NodeState) -> None:
+    # ipmitool in-band: the lease on DHCP, and the factory ADMIN enabled with ADMINISTRATOR on channel 1
+    lan = facts("ipmitool-lan", state, "ipmitool", "lan", "print", "1").bmc_lan
+    assert lan is not None and (lan.ip_source, lan.ip) == ("dhcp", "192.168.1.57")
+    users = facts("ipmitool-users", state, "ipmitool", "channel", "getaccess", "1").bmc_users or []
+    assert [(u.id, u.privilege, u.enabled) for u in users if u.name == "ADMIN"] == [(2, "ADMINISTRATOR", True)]
+
+
+VERIFY["bmc-factory-default"] = _bmc_factory_default
 # The node a fault is shown on, where the HGX H100 lacks what it breaks.
-ON_FIXTURE = {"imex-stopped": "gb200-tray"}
+ON_FIXTURE = {"imex-stopped": "gb200-tray", "iommu-translated": "pcie-l40s"}
 
 
 def test_every_fault_has_a_verification() -> None:

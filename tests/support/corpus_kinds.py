@@ -42,8 +42,12 @@ CORPUS_KINDS: tuple[tuple[str, str], ...] = (
     ("nvbandwidth/*.txt", "nvbandwidth"),
     ("mlxlink/*.txt", "mlxlink"),
     ("mlxfwmanager/*.txt", "mlxfwmanager"),
+    ("ipmitool/0[12]_*.txt", "ipmitool-lan"),
+    ("ipmitool/0[345]_*.txt", "ipmitool-users"),
     ("docker_info/*.txt", "docker-info"),
     ("cdi_spec/*.txt", "cdi-spec"),
+    ("proc_cmdline/*.txt", "proc-cmdline"),
+    ("grub_default/*.txt", "grub-default"),
 )
 
 

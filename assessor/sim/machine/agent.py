@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assessor.sim.grub import booted_cmdline
 from assessor.sim.machine.layout import (
     DAEMON_PATHS,
     GPULAB_DIR,
@@ -154,6 +155,9 @@ def prepare(paths: NodePaths, state: NodeState, python: str) -> None:
     boot = paths.published / "boot_id"
     if not boot.exists():
         boot.write_text(boot_id(state) + "\n", encoding="utf-8")
+    cmdline = paths.published / "cmdline"
+    if not cmdline.exists():
+        cmdline.write_text(booted_cmdline(state) + "\n", encoding="utf-8")
 
 
 def _slurm_runtime(paths: NodePaths, state: NodeState) -> None:
@@ -213,6 +217,7 @@ def publish(paths: NodePaths, state: NodeState) -> None:
         nvidia.mkdir(parents=True, exist_ok=True)
         _write_if_changed(nvidia / "version", version)
     _write_if_changed(paths.published / "boot_id", boot_id(state) + "\n", in_place=True)
+    _write_if_changed(paths.published / "cmdline", booted_cmdline(state) + "\n", in_place=True)
     log = fabric_manager_log(state, paths.root)
     if log is not None and _read_quietly(paths.root / "var" / "log" / "fabricmanager.log") != log:
         # a file of the node's own, where the candidate may have put a link: written without following it

@@ -69,11 +69,13 @@ TOOL_PATHS: dict[str, str] = {
     "mpirun": "/usr/bin/mpirun",
     "hpl.sh": "/usr/local/bin/hpl.sh",  # the NGC HPC-Benchmarks launcher, installed on the node's PATH
     "nvbandwidth": "/usr/local/bin/nvbandwidth",  # built from github.com/NVIDIA/nvbandwidth
+    "update-grub": "/usr/sbin/update-grub",
     "mlxlink": "/usr/bin/mlxlink",
     "flint": "/usr/bin/flint",
     "mstflint": "/usr/bin/mstflint",
     "mlxfwmanager": "/usr/bin/mlxfwmanager",
     "mlxfwreset": "/usr/bin/mlxfwreset",
+    "ipmitool": "/usr/bin/ipmitool",
 }
 # The simulated tools that a node does NOT get: its real files and processes answer instead.
 REAL_INSIDE = ("cat", "kill")
@@ -148,7 +150,7 @@ class NodePaths:
 
 
 # Directories of the node's own that are mounted read-write at their real paths.
-OWN_DIRS = ("root", "home", "var", "opt", "srv")
+OWN_DIRS = ("root", "home", "var", "opt", "srv", "boot")  # boot: GRUB's grub.cfg (assessor.sim.grub)
 
 
 @dataclass(frozen=True)

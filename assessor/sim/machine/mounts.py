@@ -6,7 +6,7 @@ the namespace's own and none reaches the host:
 - ``/usr``: an overlay of the host's ``/usr`` under the simulated tools (``/usr/bin/nvidia-smi``, ...),
   with the node's changes kept in ``STATE.d/usr``; ``/etc`` the same over the host's ``/etc``, the node's
   own files (``nccl.conf``, ``modprobe.d``, ``hostname``) on top.
-- ``/root``, ``/home``, ``/var``, ``/opt``, ``/srv``: the node's own directories.
+- ``/root``, ``/home``, ``/var``, ``/opt``, ``/srv``, ``/boot``: the node's own directories.
 - ``/dev``: a fresh tmpfs with the standard devices and the node's ``/dev/nvidia*`` and
   ``/dev/infiniband/*``; ``/tmp``, ``/run`` and ``/sys`` fresh tmpfs; ``/proc`` of the node's PID namespace,
   its ``sys`` read-only, ``driver/nvidia`` and ``boot_id`` the node's.
@@ -82,6 +82,7 @@ def boot_script(paths: NodePaths, host: str, devices: list[str], python: str, *,
         f"if [ -d /proc/driver ]; then mount --bind /.old{q(str(published / 'driver'))} /proc/driver; fi",
         "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys",
         f"mount --bind /.old{q(str(published / 'boot_id'))} /proc/sys/kernel/random/boot_id",
+        f"mount --bind /.old{q(str(published / 'cmdline'))} /proc/cmdline",  # the node's, not this machine's
         # ns_last_pid stays writable (it is the node's own PID namespace's): PID 1 starts processes under
         # the PIDs the node's state gives them.
         "mount --bind /proc/sys/kernel/ns_last_pid /proc/sys/kernel/ns_last_pid",

@@ -121,11 +121,13 @@ TOOLS: dict[str, tuple[str, str]] = {
     "mpirun": ("hpl", "mpirun"),
     "hpl.sh": ("hpl", "hpl_sh"),
     "nvbandwidth": ("nvbandwidth", "nvbandwidth"),
+    "update-grub": ("grub", "update_grub"),
     "mlxlink": ("mlxlink", "mlxlink"),
     "flint": ("mlxfw", "flint"),
     "mstflint": ("mlxfw", "mstflint"),
     "mlxfwmanager": ("mlxfw", "mlxfwmanager"),
     "mlxfwreset": ("mlxfw", "mlxfwreset"),
+    "ipmitool": ("ipmitool", "ipmitool"),
 }
 
 

@@ -106,6 +106,9 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
                 f"[{7.2:12.6f}] NVRM: was loaded and obtained ownership of the NVIDIA device(s).",
             ]
     state.kernel_log = booted_log(state, log)
+    from assessor.sim.grub import boot as boot_cmdline
+
+    boot_cmdline(state, root)  # the kernel command line grub.cfg gives, and its IOMMU lines
     ordered = [u for u in _BOOT_ORDER if u in state.services] + sorted(
         u for u in state.services if u not in _BOOT_ORDER
     )

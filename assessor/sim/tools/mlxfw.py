@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from assessor.sim import switch_firmware
 from assessor.sim.state import IbHcaState, NodeState, PortPhyState
 from assessor.sim.tools import Session, ToolResult
 
@@ -186,6 +187,11 @@ def _flint(args: list[str], session: Session, program: str) -> ToolResult:
         if device is None:
             return ToolResult(1, "", "-E- Missing device name, use -d option\n")
         state = session.read()
+        if switch_firmware.is_lid_device(device):
+            switch = switch_firmware.switch_at(state, device)
+            if switch is None:
+                return ToolResult(1, "", f"-E- Cannot open Device: {device}. No such file or directory. MFE_CR_ERROR\n")
+            return ToolResult(0, "\n".join(switch_firmware.query_lines(state, switch)) + "\n")
         hca = find_device(state, device)
         if hca is None:
             return ToolResult(1, "", f"-E- Cannot open Device: {device}. No such file or directory. MFE_CR_ERROR\n")
@@ -198,6 +204,16 @@ def _flint(args: list[str], session: Session, program: str) -> ToolResult:
         fields, why = read_image(image, session)
         if fields is None:
             return ToolResult(1, "", why + "\n")
+        if switch_firmware.is_lid_device(device):
+            switch = switch_firmware.switch_at(session.read(), device)
+            if switch is None:
+                return ToolResult(1, "", f"-E- Cannot open Device: {device}. No such file or directory. MFE_CR_ERROR\n")
+            return ToolResult(
+                1,
+                "",
+                f"-E- Burning FW image failed: Image PSID ({fields['PSID']}) does not match the device's PSID "
+                f"({switch_firmware.SWITCH_PSID}). Use --allow_psid_change to override.\n",
+            )
         with session.update() as state:
             hca = find_device(state, device)
             if hca is None:

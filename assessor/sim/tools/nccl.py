@@ -152,6 +152,10 @@ def peak_busbw(state: NodeState, gpus: list[GpuState], env: Mapping[str, str], *
     healthy = state.perf.nccl_allreduce_busbw_gbps
     # A PCIe box's own measured number; an NVLink box without P2P goes through host memory (~20 GB/s).
     pcie = (healthy if not nvlink and healthy is not None else _PCIE_GEN4_X16_BUSBW) * _pcie_fraction(gpus)
+    if not nvlink:
+        from assessor.sim.grub import p2p_share
+
+        pcie *= p2p_share(state)  # an IOMMU that translates DMA slows peer-to-peer over PCIe
     if not nvlink or p2p_off or fraction == 0.0:
         return pcie, "pcie"
     family = _family(gpus[0]) or ""

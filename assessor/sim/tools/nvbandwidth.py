@@ -19,6 +19,7 @@ The copies of one GPU do not depend on the others': a slow link shows in its own
 
 from __future__ import annotations
 
+from assessor.sim.grub import p2p_share
 from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.hpl import visible_gpus
@@ -164,6 +165,8 @@ def _test(state: NodeState, gpus: list[GpuState], name: str, title: str) -> str:
                     row.append(f"{'N/A':>{width}}")
                     continue
                 value = peer_gbps(src, dst)
+                if min(_links_share(src), _links_share(dst)) == 0:
+                    value *= p2p_share(state)  # over PCIe: an IOMMU that translates DMA slows it
                 total += value
                 row.append(f"{value:>{width}.2f}")
             lines.append(f"{i:>2}" + "".join(row))

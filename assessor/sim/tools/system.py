@@ -1144,7 +1144,11 @@ def cat(args: list[str], session: Session) -> ToolResult:
             text = f"{state.host}\n"
         elif path == "/var/log/fabricmanager.log":
             text = fabric_manager_log(state, session.root())
-        elif path.startswith("/etc/") or path.startswith("/usr/share/nvidia/"):
+        elif path == "/proc/cmdline":
+            from assessor.sim.grub import booted_cmdline
+
+            text = booted_cmdline(state) + "\n"
+        elif path.startswith(("/etc/", "/usr/share/nvidia/", "/boot/grub/")):
             text = read_config(session.root(), path)  # the node's configuration files
         else:
             text = None
