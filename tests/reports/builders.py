@@ -111,11 +111,11 @@ def write_json(path: Path, doc: dict[str, Any]) -> Path:
 
 
 def ada_db(path: Path) -> Path:
-    """Ada: drivers to level 2, health-101 passed then failed on another machine, ib-201 passed late and
-    ib-202 passed (infiniband level 2: two of its three level-2 labs), mig-101 failed; Bob: mig-201 failing its
-    second mig.mode twice."""
+    """Ada: drivers to level 2 (three of its four level-2 labs), health-101 passed then failed on another
+    machine, ib-201 passed late and ib-202 passed (infiniband level 2: two of its three level-2 labs), mig-101
+    failed; Bob: mig-201 failing its second mig.mode twice."""
     with attempts.opened(path) as conn:
-        for lab_id in ("drv-101", "drv-201", "drv-202"):
+        for lab_id in ("drv-101", "drv-201", "drv-202", "drv-203"):
             add(conn, "ada", lab_id)
         add(conn, "ada", "health-101", day=1, minutes=12)
         add(conn, "ada", "health-101", day=2, failing=(1, 2, 3), machine="m2", host="node02")

@@ -41,6 +41,7 @@ def test_the_labs_with_a_physical_remedy_grade_a_ticket() -> None:
         "ib-301",
         "ib-302",
         "ib-303",
+        "ib-304",
         "ib-401",
         "ib-402",
         "ib-403",
