@@ -5,8 +5,9 @@ node (``gpulab sim login`` as sshd's forced command), as ``gpulab sim shell`` do
 types runs at the node, with the node's own files at their real paths and its tools at theirs. The
 instructor's key (the bed's client key) starts the lab through the node's admin login (``gpulab-node start``,
 the simulator's driver on the node's host): the labs whose faults only the simulator can inject run over SSH
-too. Then the first valid alternative and the first wrong fix of :mod:`tests.labs.walks` (test_walk.py walks
-every one in-process) are typed with the
+too. Then, for every lab that claims real hardware and one simulator-only lab of each domain and fixture, the first
+valid alternative and the first wrong fix of :mod:`tests.labs.walks` (test_walk.py walks every one in-process and
+test_walk_shell.py types them inside the node) are typed with the
 candidate's key through the OpenSSH client, in one session as at a prompt (each step its own command line,
 files as heredocs: :mod:`tests.support.typed_steps`), a ticket (where the remedy is physical) is handed in on the
 controller, and the grade is captured over SSH with host keys checked. Valid alternatives must pass; wrong
@@ -105,9 +106,23 @@ def explain(g: Grade) -> str:
     return "; ".join(f"{s.check} {s.status} {s.earned:g}/{s.points:g}: {s.message}" for s in g.scores)
 
 
+def _over_ssh(labs: list[Lab]) -> list[Lab]:
+    """The labs walked over SSH: every one that claims real hardware (its walk is what a candidate on a real node
+    types), and of the simulator-only ones the first of each domain and fixture (test_walk_shell.py types every
+    lab's walks inside the node; over SSH what is tested is the transport, once per kind of node and domain)."""
+    chosen: dict[tuple[str, str | None], Lab] = {}
+    for lab in sorted(labs, key=lambda x: x.id):
+        chosen.setdefault((lab.domain, lab.fixture), lab)
+    kept = {lab.id for lab in chosen.values()} | {lab.id for lab in labs if "real" in lab.runs_on}
+    return [lab for lab in labs if lab.id in kept]
+
+
+SSH_LABS = _over_ssh(SIM_LABS)
+
+
 def _walks(kind: str) -> list[tuple[Lab, Walk]]:
     """The first walk of each kind per lab: test_walk.py walks them all in-process; here the transport counts."""
-    return [(lab, WALKS[lab.id][kind][0]) for lab in SIM_LABS if WALKS[lab.id].get(kind)]
+    return [(lab, WALKS[lab.id][kind][0]) for lab in SSH_LABS if WALKS[lab.id].get(kind)]
 
 
 ALTERNATIVES = _walks("alternatives")
@@ -115,7 +130,10 @@ WRONG = _walks("wrong")
 
 
 def test_every_real_lab_has_an_alternative_and_a_wrong_fix_to_walk_over_ssh() -> None:
-    assert {lab.id for lab, _ in ALTERNATIVES} == {lab.id for lab in SIM_LABS} == {lab.id for lab, _ in WRONG}
+    assert {lab.id for lab, _ in ALTERNATIVES} == {lab.id for lab in SSH_LABS} == {lab.id for lab, _ in WRONG}
+    assert {lab.id for lab in SIM_LABS if "real" in lab.runs_on} <= {lab.id for lab in SSH_LABS}
+    assert {(lab.domain, lab.fixture) for lab in SSH_LABS} == {(lab.domain, lab.fixture) for lab in SIM_LABS}
+    assert all(WALKS[lab.id].get("alternatives") and WALKS[lab.id].get("wrong") for lab in SIM_LABS)
 
 
 @pytest.mark.parametrize(
