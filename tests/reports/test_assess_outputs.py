@@ -37,7 +37,7 @@ def test_one_run_writes_json_junit_and_markdown_beside_the_table(tmp_path: Path)
         "--markdown",
         str(files["md"]),
     )
-    assert code == 1
+    assert code == 1, out + err
     assert "FAIL" in out and "mlx5_11" in out  # the terminal table is still there
     doc = json.loads(files["json"].read_text())
     assert doc["summary"]["hosts"] == 2 and doc["summary"]["failing_hosts"] == 1
