@@ -30,7 +30,7 @@ from assessor.checks import references
 from assessor.checks.base import Param
 from assessor.checks.result import Result
 from assessor.labs.design.answer import Schema, check_section
-from assessor.labs.design.base import as_located, check_parts, grader, parts_param
+from assessor.labs.design.base import as_located, check_parts, grader, parts_param, problems_message
 from assessor.yamlio import Located
 
 SECTION = "acceptance"
@@ -421,9 +421,7 @@ def grade_acceptance(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         return Result(
             "design.acceptance",
             "fail",
-            f"{len(fails)} problem{'s' if len(fails) > 1 else ''}: "
-            + "; ".join(fails[:6])
-            + (f" (and {len(fails) - 6} more)" if fails[6:] else ""),
+            problems_message(fails),
             observed=observed,
             expected=expected,
             hint="; ".join(f"{part}: {RULES[part]}" for part in parts if found[part]),

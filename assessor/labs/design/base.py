@@ -250,3 +250,9 @@ def _wrong(key: str, have: Any, rule: str | None, right: Any) -> str:
     elif rule:
         text += f" (rule: {rule})"
     return text
+
+
+def problems_message(fails: list[str], shown: int = 6) -> str:
+    """A failing answer's message: how many problems, the first ``shown`` of them, and how many more."""
+    more = f" (and {len(fails) - shown} more)" if len(fails) > shown else ""
+    return f"{len(fails)} problem{'s' if len(fails) > 1 else ''}: " + "; ".join(fails[:shown]) + more

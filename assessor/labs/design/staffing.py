@@ -18,7 +18,7 @@ from typing import Any
 from assessor.checks.base import Param
 from assessor.checks.result import Result
 from assessor.labs.design.answer import Schema, check_section
-from assessor.labs.design.base import as_located, check_parts, grader, parts_param
+from assessor.labs.design.base import as_located, check_parts, grader, parts_param, problems_message
 from assessor.yamlio import Located
 
 SECTION = "staffing"
@@ -193,9 +193,7 @@ def grade_staffing(answer: dict[str, Any], params: dict[str, Any]) -> Result:
         return Result(
             "design.staffing",
             "fail",
-            f"{len(fails)} problem{'s' if len(fails) > 1 else ''}: "
-            + "; ".join(fails[:6])
-            + (f" (and {len(fails) - 6} more)" if fails[6:] else ""),
+            problems_message(fails),
             observed=observed,
             expected=expected,
             hint="; ".join(hints) or None,
