@@ -71,12 +71,16 @@ def run(
 
 
 def _pool(jobs: list[Job], forks: int) -> Executor:
-    """Threads for targets that wait on the network; processes (one per core) for a fleet of
-    targets that only compute (simulated nodes, snapshots), which threads would serialise."""
+    return pool_for(len(jobs), forks, cpu_bound=all(getattr(j.target, "cpu_bound", False) for j in jobs))
+
+
+def pool_for(count: int, forks: int, *, cpu_bound: bool) -> Executor:
+    """Threads for ``count`` targets that wait on the network; processes (one per core) for more targets than
+    cores that only compute (simulated nodes, snapshots), which threads would serialise."""
     cores = os.cpu_count() or 1
-    if len(jobs) > cores and cores > 1 and all(getattr(j.target, "cpu_bound", False) for j in jobs):
+    if count > cores > 1 and cpu_bound:
         return ProcessPoolExecutor(max_workers=min(forks, cores))
-    return ThreadPoolExecutor(max_workers=max(1, forks), thread_name_prefix="gpulab")
+    return ThreadPoolExecutor(max_workers=max(1, min(forks, count)), thread_name_prefix="gpulab")
 
 
 class Progress:

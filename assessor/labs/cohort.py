@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -353,7 +351,7 @@ def start(
         return host, None, _crashed(host, exc)
 
     capture = functools.partial(_start_capture, lab, variants, timeout, options, cohort.inventory)
-    captured = _pooled(capture, ready, forks, crashed, processes=_compute_only(ready))
+    captured = _pooled(capture, ready, forks, crashed, compute_only=_compute_only(ready))
     outcomes.update({host.name: problem for host, _, problem in captured if problem is not None})
     recorded = [(host, record) for host, record, _ in captured if record is not None]
     if recorded:
@@ -390,7 +388,7 @@ def grade(
         return host, None, None, "failed", f"internal error: {type(exc).__name__}: {exc}"
 
     capture = functools.partial(_grade_capture, lab, timeout, options, answers, cohort.inventory)
-    taken = _pooled(capture, list(cohort.hosts), forks, crashed, processes=_compute_only(cohort.hosts))
+    taken = _pooled(capture, list(cohort.hosts), forks, crashed, compute_only=_compute_only(cohort.hosts))
     graded = [(host.candidate, captured, ticket) for host, captured, ticket, _, _ in taken if captured is not None]
     results = iter(one_pass.grade_all(lab, graded, db=db, one_connection=True))
     return [
@@ -499,10 +497,9 @@ def _grade_capture(
 
 
 def _compute_only(hosts: Sequence[CohortHost]) -> bool:
-    """Whether capturing ``hosts`` only computes (simulated nodes' files, more of them than cores): then the
-    pool is of processes, as a fleet assess of the same hosts uses (threads would take turns on one core)."""
-    cores = os.cpu_count() or 1
-    return len(hosts) > cores > 1 and all(h.target.startswith("mock:") for h in hosts)
+    """Whether capturing ``hosts`` only computes (simulated nodes' state files): a fleet assess of them runs in
+    processes, and so does the cohort's capture (:func:`assessor.assess.fleet.pool_for`)."""
+    return all(h.target.startswith("mock:") for h in hosts)
 
 
 def _crashed(host: CohortHost, exc: BaseException) -> HostOutcome:
@@ -515,18 +512,17 @@ def _pooled(
     forks: int,
     crashed: Callable[[CohortHost, BaseException], _T],
     *,
-    processes: bool = False,
+    compute_only: bool = False,
 ) -> list[_T]:
-    """``work`` over ``hosts`` with ``forks`` threads (or, with ``processes``, one process per core: ``work``
-    must then pickle), results in host order; a host whose work raised gets ``crashed(host, exc)`` so one
+    """``work`` over ``hosts`` in the pool a fleet assess uses (:func:`~assessor.assess.fleet.pool_for`: threads,
+    or one process per core for ``compute_only`` work on more hosts than cores; ``work`` must then pickle),
+    results in host order; a host whose work raised gets ``crashed(host, exc)`` so one
     host's bug never loses the others' results."""
     if not hosts:
         return []
-    pool: Executor
-    if processes:
-        pool = ProcessPoolExecutor(max_workers=max(1, min(forks, os.cpu_count() or 1)))
-    else:
-        pool = ThreadPoolExecutor(max_workers=max(1, min(forks, len(hosts))), thread_name_prefix="gpulab-cohort")
+    from assessor.assess.fleet import pool_for
+
+    pool = pool_for(len(hosts), forks, cpu_bound=compute_only)
     with pool:
         futures = [pool.submit(work, h) for h in hosts]
         out = []
