@@ -39,7 +39,10 @@ def folder(name: str) -> Path:
 
 MAX_YAML_BYTES = 4 << 20  # a lab, profile, answer, ticket or candidates file: the largest shipped is 6 KiB
 MAX_README_BYTES = 1 << 20  # a lab's README (the largest shipped is 6 KiB)
-MAX_DOCUMENT_BYTES = 64 << 20  # one report input (results of a fleet, a grade) in a gradebook folder
+# one report input (results of a fleet, a grade), alone or in a gradebook folder: `assess --json` of 10,000
+# HGX hosts is some 62 MiB, so this takes 40,000 such hosts in one file (a larger fleet: several files, which
+# `report fleet` reads together) at about 5 bytes of memory for each byte read
+MAX_DOCUMENT_BYTES = 256 << 20
 
 
 def size_words(n: int) -> str:

@@ -62,6 +62,8 @@ def visible(value: Any) -> str:
     'a\\\\e]52;c;aGk=\\\\x07b\\\\u202ecba\\\\u200b\\\\U000e0041\\\\nforged'
     """
     text = value if isinstance(value, str) else str(value)
+    if text.isascii() and text.isprintable():
+        return text  # ASCII with no C0 control and no DEL: nothing to escape (a fleet report has millions)
     return _CONTROL.sub(_escape_control, text)
 
 
@@ -109,6 +111,8 @@ _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 def xml_text(value: Any, *, lines: bool = False) -> str:
     """Text that is always well-formed XML 1.0 and shows control characters as escapes."""
     text = visible_lines(value) if lines else visible(value)
+    if text.isascii():
+        return text  # what visible() leaves of ASCII (no C0 control but the line feeds kept) is all XML
     return _NOT_XML.sub("\ufffd", text)
 
 

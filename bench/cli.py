@@ -1,7 +1,9 @@
 """How fast the interactive commands answer: `python bench/cli.py` (after scripts/setup.sh).
 
-Each command runs as a fresh process, as a person types it; the figure is the median wall time of
-several runs, after one warm-up run (which also fills gpulab's validation cache, as a first use does).
+Each command runs as a fresh process, as a person types it; the figures are the median wall time and the
+median CPU time (user + system of the process: the steadier figure on a machine other jobs load) of several
+runs, after one warm-up run (which also fills gpulab's validation cache, as a first use does). The load
+average is printed with them.
 `gpulab progress` reads an attempts database holding --attempts recorded attempts, all of the candidate it
 shows (bench/attempts_db.py; the benchmark stops unless the database holds them). bench/scale.py measures
 `progress` in a database of 10,000 attempts.
@@ -23,16 +25,19 @@ GPULAB = [sys.executable, "-m", "assessor.cli"]
 AIM_S = 0.3
 
 
-def timed(argv: list[str], env: dict[str, str], runs: int) -> float:
+def timed(argv: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``runs`` runs of ``argv``, after a warm-up."""
     warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # warm-up
     if warm.returncode != 0:
         raise SystemExit(f"{' '.join(argv[2:])}: exit {warm.returncode}: {warm.stderr.strip()[-500:]}")
-    times = []
+    walls, cpus = [], []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, env=env, capture_output=True, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, _, usage = os.wait4(proc.pid, 0)
+        walls.append(time.perf_counter() - start)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -59,9 +64,10 @@ def main() -> None:
             "gpulab checks list": ["checks", "list"],
         }
         for label, argv in commands.items():
-            median = timed([*GPULAB, *argv], env, args.runs)
-            verdict = "ok" if median < AIM_S else f"over the {AIM_S} s aim"
-            print(f"{label:36} {median:.3f} s  ({verdict}; median of {args.runs})")
+            wall, cpu = timed([*GPULAB, *argv], env, args.runs)
+            verdict = "ok" if wall < AIM_S else f"over the {AIM_S} s aim"
+            load = os.getloadavg()[0]
+            print(f"{label:36} {wall:.3f} s, cpu {cpu:.3f} s  ({verdict}; median of {args.runs}; load {load:.2f})")
 
 
 if __name__ == "__main__":

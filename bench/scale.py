@@ -1,12 +1,13 @@
 """Scale benchmark: gpulab at fleet and cohort sizes, every figure in one run.
 
     .venv/bin/python bench/scale.py [--hosts 1024,10000] [--attempts 100,10000] [--cohort 8,32,200,1024]
-                                    [--memory-hosts 1024] [--runs 3] [--out DIR]
+                                    [--memory-hosts N] [--runs 3] [--out DIR]
 
 Every command runs as a fresh process (``python -m assessor.cli ...``), as a person or a CI job types it. A
-figure is the median of ``--runs`` runs (a warm-up first for the quick ones), as wall time and as the CPU time
-the process used (user + system): on a machine other jobs load, the CPU time is the steadier figure. The
-machine's cores and load average are printed first and last. Every benchmark checks that the data it names is
+figure is the median of ``--runs`` runs (a warm-up first for the quick ones; the formats of a report, and
+cohort and assess, interleaved), as wall time and as the CPU time the process used (user + system): on a
+machine other jobs load, the CPU time is the steadier figure. The machine's cores and load average are
+printed first, after each table and last. Every benchmark checks that the data it names is
 there (hosts in the output, attempts in the database) and stops when it is not.
 
 - ``report fleet``: a results file of N hosts as ``assess --json`` writes it (bench/reports.py's real
@@ -17,7 +18,8 @@ there (hosts in the output, attempts in the database) and stops when it is not.
   ``gpulab progress --candidate C``.
 - ``lab grade`` on one simulated node (a state file, after ``lab start``), and how many times it opens the
   node's state file.
-- the memory of ``assess`` of N simulated hosts: the peak RSS of its processes together.
+- the memory of ``assess`` of N simulated hosts (by default the largest cohort size; none with ``--cohort ''``):
+  the peak RSS of its processes together.
 - cohort against assess: ``lab start -i`` and ``lab grade -i`` of health-101 against ``assess -i`` of the
   same simulated hosts (an inventory whose every host is a state file of its own: ``gpulab_target:
   mock:FILE``), interleaved, and the ratio grade/assess.
@@ -237,18 +239,23 @@ def bench_reports(sizes: list[int], runs: int, work: Path, env: dict[str, str]) 
         outputs.write_all(results, json_file=str(path))  # as `gpulab assess --json` writes it
         doc = fleet.build([results])
         size = path.stat().st_size
+        # interleaved: each run goes through every format, so a burst of load elsewhere falls on all of them
+        times: dict[str, list[Run]] = {fmt: [] for fmt in FORMATS}
+        for _ in range(runs):
+            for fmt in FORMATS:
+                argv = gpulab("report", "fleet", str(path), "-f", fmt, "-o", str(folder / f"fleet.{fmt}"))
+                times[fmt].append(run(argv, env))
         for fmt in FORMATS:
             target = folder / f"fleet.{fmt}"
-            times = [run(gpulab("report", "fleet", str(path), "-f", fmt, "-o", str(target)), env) for _ in range(runs)]
             check_report(fmt, target.read_text(encoding="utf-8"), doc, n)
-            wall, cpu = medians(times)
+            wall, cpu = medians(times[fmt])
             slowest = max(slowest, wall)
-            peak = max(r.rss_mb for r in times)
+            peak = max(r.rss_mb for r in times[fmt])
             print(
                 f"{n:>6} {fmt:>6} {wall:>7.2f} {cpu:>6.2f} {peak:>8.0f} {target.stat().st_size / 1e6:>7.2f} MB",
                 flush=True,
             )
-        print(f"{'':>6} (input: results.json {size / 1e6:.1f} MB, {n} hosts)")
+        print(f"{'':>6} (input: results.json {size / 1e6:.1f} MB, {n} hosts; {machine()})")
         painted = paint_times(folder / "fleet.html", folder)
         if painted is None:
             print(f"{'':>6} html in Chromium: no chromium on PATH, not measured")
@@ -283,7 +290,7 @@ def bench_progress(sizes: list[int], runs: int, work: Path, env: dict[str, str])
             raise SystemExit(f"progress --json shows {len(shown['attempts'])} attempts of {who}, not {per[who]}")
         run(argv, env)  # warm-up
         wall, cpu = medians([run(argv, env) for _ in range(runs)])
-        print(f"{n:>9} {candidates:>10} {wall:>7.3f} {cpu:>6.3f}", flush=True)
+        print(f"{n:>9} {candidates:>10} {wall:>7.3f} {cpu:>6.3f}   ({machine()})", flush=True)
 
 
 # ---- simulated nodes --------------------------------------------------------------------------------------
@@ -407,7 +414,9 @@ def main() -> int:
     ap.add_argument("--attempts", default="100,10000", help="database sizes of `progress` ('' to skip)")
     ap.add_argument("--cohort", default="8,32,200,1024", help="cohort sizes against assess ('' to skip)")
     ap.add_argument(
-        "--memory-hosts", type=int, default=1024, help="hosts of the assess whose memory is measured (0: skip)"
+        "--memory-hosts",
+        type=int,
+        help="hosts of the assess whose memory is measured (default: the largest cohort size; 0: skip)",
     )
     ap.add_argument("--runs", type=int, default=3, help="runs per figure (cohort sizes over 32: one)")
     ap.add_argument("--out", type=Path, help="keep the files here (default: a temporary folder, removed)")
@@ -415,6 +424,8 @@ def main() -> int:
     work = args.out or Path(tempfile.mkdtemp(prefix="gpulab-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     env = environment(work)
+    cohort = sizes_of(args.cohort)
+    memory_hosts = max(cohort, default=0) if args.memory_hosts is None else args.memory_hosts
     print(f"gpulab at scale; {machine()} at the start")
     slowest = 0.0
     try:
@@ -423,7 +434,7 @@ def main() -> int:
         if sizes_of(args.attempts):
             bench_progress(sizes_of(args.attempts), args.runs, work, env)
         bench_grade(args.runs, work, env)
-        bench_cohort(sizes_of(args.cohort), args.runs, args.memory_hosts, work, env)
+        bench_cohort(cohort, args.runs, memory_hosts, work, env)
     finally:
         print(f"\n{machine()} at the end")
         if args.out is None:

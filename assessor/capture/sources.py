@@ -20,6 +20,10 @@ SERVICES = (
     "opensm.service",
     "docker.service",  # the container engine and its runtime, where a node runs containers
     "containerd.service",
+    # a node in a Slurm cluster: the scheduler's daemons (a Slurm lab's guard wants them running)
+    "munge.service",
+    "slurmctld.service",
+    "slurmd.service",
 )
 SERVICE_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"
 NVML_COLLECTOR = "the NVML collector (pynvml)"
@@ -76,7 +80,7 @@ FILES: tuple[SnapshotFile, ...] = (
     _row(
         "services.txt",
         "systemctl-show",
-        "systemctl show of the NVIDIA services",
+        "systemctl show of the NVIDIA services (and Slurm's)",
         ("systemctl", "show", "-p", SERVICE_PROPERTIES, *SERVICES),
         priority=10,
     ),

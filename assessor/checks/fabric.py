@@ -163,9 +163,9 @@ def _failed_for_real(service: Service) -> bool:
     doc=(
         "Verifies that the NVIDIA daemons a node needs are active: nvidia-persistenced everywhere, "
         "nvidia-fabricmanager on NVSwitch systems, the DCGM host engine (nvidia-dcgm) where it is installed "
-        "(monitoring and dcgmi diag need it), and any others a profile names. With enabled: true each unit must "
-        "also be enabled, so that it runs again after a reboot: a unit started by hand but left disabled is down "
-        "after the next boot."
+        "(monitoring and dcgmi diag need it), and any others a profile or lab names (a Slurm node's munge, "
+        "slurmctld and slurmd). With enabled: true each unit must also be enabled, so that it runs again after a "
+        "reboot: a unit started by hand but left disabled is down after the next boot."
     ),
     remedy="`systemctl enable --now <unit>`; if it fails, `journalctl -u <unit>` says why; install missing units.",
 )

@@ -28,9 +28,10 @@ def kernel_of(uname: str | None) -> tuple[str | None, str | None]:
 
 
 def _numbers(release: str) -> tuple[int, ...]:
-    """``5.15.0-91-generic`` -> (5, 15, 0): the dotted numbers the release starts with."""
-    head = re.match(r"\d+(?:\.\d+)*", release)
-    return tuple(int(x) for x in head.group().split(".")) if head else ()
+    """``5.15.0-91-generic`` -> (5, 15, 0, 91): the dotted numbers the release starts with, then the ABI number
+    after its dash (a distribution's kernel update, the security fix, changes only that: 5.15.0-94)."""
+    head = re.match(r"\d+(?:\.\d+)*(?:-\d+(?:\.\d+)*)?", release)
+    return tuple(int(x) for x in re.split(r"[.-]", head.group())) if head else ()
 
 
 def _os_name(os_release: dict[str, str]) -> str:
@@ -61,7 +62,12 @@ def _matches(os_release: dict[str, str], wanted: str) -> bool:
     facts=("os_release", "uname"),
     params=(
         Param("distros", "list", None, "operating systems allowed, as 'ID VERSION_ID' (e.g. [ubuntu 22.04, rhel 9])"),
-        Param("min_kernel", "str", None, "lowest acceptable kernel release, compared numerically (e.g. 5.15)"),
+        Param(
+            "min_kernel",
+            "str",
+            None,
+            "lowest acceptable kernel release, compared numerically, ABI included (e.g. 5.15, 5.15.0-94)",
+        ),
         Param("arch", "str", None, "the machine the node must be (x86_64, aarch64 for Grace GH200/GB200)"),
     ),
     doc=(

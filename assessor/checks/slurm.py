@@ -99,12 +99,23 @@ def node_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
     "slurm.gres",
     title="Slurm's GPU GRES of the node match the GPUs (or MIG devices) the node has",
     facts=("slurm_nodes", "gpus"),
-    params=(Param("node", "str", None, "the node's Slurm name (None: the node's host name)"),),
+    params=(
+        Param("node", "str", None, "the node's Slurm name (None: the node's host name)"),
+        Param(
+            "mig_types",
+            "bool",
+            False,
+            "each MIG profile must be a GRES type of its own: Gres=gpu:PROFILE:N for the node's N MIG devices of "
+            "that profile (gpu:1g.10gb:7), the whole GPUs under any other type or none",
+        ),
+    ),
     doc=(
         "Compares the node's Gres=gpu[:TYPE]:N in the controller's record (scontrol show node -o) with the GPUs "
         "the node's tools see: one per GPU, or one per MIG device on a GPU in MIG mode. Passes when the counts "
         "are equal and the controller has not marked the registration invalid (INVALID_REG: slurmd reported "
-        "fewer than configured)."
+        "fewer than configured). With mig_types, the count of each MIG profile's type must also equal the node's "
+        "MIG devices of that profile (nvidia-smi mig -lgi names them), so that a job asking for "
+        "--gres=gpu:1g.10gb:1 gets one."
     ),
     remedy=(
         "Make slurm.conf's Gres= and gres.conf's Name=gpu [Type=] File= lines name what the node has "
@@ -114,11 +125,8 @@ def node_state(facts: NodeFacts, params: dict[str, Any]) -> Result:
 def gres(facts: NodeFacts, params: dict[str, Any]) -> Result:
     node = _the_node(facts, params)
     gpus = need(facts, "gpus")
-    devices = facts.mig_devices or []
-    expected = 0
-    for gpu in gpus:
-        mine = [d for d in devices if d.gpu == gpu.index]
-        expected += len(mine) if gpu.mig_mode_current and mine else 1
+    migs = mig_device_profiles(facts)
+    expected = sum(len(migs.get(gpu.index, [])) or 1 for gpu in gpus)
     counts = gres_gpus(node.gres)
     configured = sum(counts.values())
     shown = node.gres or "(null)"
@@ -140,4 +148,67 @@ def gres(facts: NodeFacts, params: dict[str, Any]) -> Result:
             expected=f"gpu:{expected}",
             hint="set Gres= in slurm.conf and the File= lines of gres.conf to the node's GPUs",
         )
+    if params.get("mig_types"):
+        wanted: dict[str, int] = {}
+        for name in (name for names in migs.values() for name in names):
+            if not name:
+                raise MissingFacts("the profile of a MIG device is not in the capture (nvidia-smi mig -lgi)")
+            wanted[name] = wanted.get(name, 0) + 1
+        whole = expected - sum(wanted.values())
+        have_whole = sum(n for kind, n in counts.items() if kind not in wanted)
+        wrong = [
+            f"gpu:{kind}:{counts.get(kind, 0)} (the node has {n})"
+            for kind, n in wanted.items()
+            if counts.get(kind) != n
+        ]
+        if have_whole != whole:
+            wrong.append(f"{have_whole} whole GPU(s) (the node has {whole})")
+        if wrong:
+            typed = [f"gpu:{kind}:{n}" for kind, n in wanted.items()] + ([f"gpu:TYPE:{whole}"] if whole else [])
+            return result(
+                "slurm.gres",
+                "fail",
+                f"{node.name} has Gres={shown} in Slurm, not one GRES type per MIG profile: {'; '.join(wrong)}",
+                observed=shown,
+                expected=",".join(typed),
+                hint="type each MIG device in gres.conf (Name=gpu Type=PROFILE MultipleFiles=...) and in "
+                "slurm.conf's Gres=, then restart slurmctld and slurmd",
+            )
     return result("slurm.gres", "pass", f"{node.name} has Gres={shown}: {expected} GPU device(s)", observed=shown)
+
+
+def _profile(name: str | None) -> str:
+    text = (name or "").strip().lower()
+    return text.removeprefix("mig ").strip()
+
+
+def mig_device_profiles(facts: NodeFacts) -> dict[int, list[str]]:
+    """The profile of each MIG device (``1g.10gb``; ``""`` when the capture does not say) per GPU in MIG mode.
+
+    A MIG device is a compute instance: read from the GPU instances with their compute instances (NVML), else
+    from the MIG devices nvidia-smi's table or ``-q -x`` lists, named after their GPU instance. A GPU in MIG
+    mode with none of these captured is missing data, never a whole GPU.
+    """
+    gpus = need(facts, "gpus")
+    in_mig = {gpu.index for gpu in gpus if gpu.mig_mode_current}
+    if not in_mig:
+        return {}
+    instances = [gi for gi in facts.mig_instances or [] if gi.gpu in in_mig]
+    out: dict[int, list[str]] = {}
+    if facts.mig_instances is not None and all(gi.compute_instances is not None for gi in instances):
+        for gi in instances:
+            for ci in gi.compute_instances or []:
+                out.setdefault(gi.gpu, []).append(_profile(ci.name or gi.name))
+        return out
+    names = {(gi.gpu, gi.gi_id): gi.name for gi in instances}
+    if facts.mig_devices is not None:
+        pairs = [(d.gpu, d.gi_id) for d in facts.mig_devices]
+    elif facts.mig_compute_gis is not None:
+        pairs = [(gpu, gi_id) for gpu, gi_ids in facts.mig_compute_gis.items() for gi_id in gi_ids]
+    else:
+        shown = ", ".join(str(i) for i in sorted(in_mig))
+        raise MissingFacts(f"GPU {shown} in MIG mode, but no listing of its MIG devices was captured")
+    for gpu, gi_id in pairs:
+        if gpu in in_mig:
+            out.setdefault(gpu, []).append(_profile(names.get((gpu, gi_id))))
+    return out

@@ -173,14 +173,15 @@ def read_results(path: Path) -> dict[str, Any]:
     import json
 
     from assessor.content import MAX_DOCUMENT_BYTES, read_text
-    from assessor.reports.documents import validate
+    from assessor.reports.documents import no_cycle_collection, validate
 
     try:
         text = read_text(path, limit=MAX_DOCUMENT_BYTES, what="a results file")
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = json.loads(text)
+        with no_cycle_collection():  # a fleet's results: millions of objects and no cycle
+            doc = json.loads(text)
     except ValueError as exc:
         raise InputError(f"{path}:{getattr(exc, 'lineno', '?')}: not JSON: {getattr(exc, 'msg', exc)}") from None
     if not isinstance(doc, dict):

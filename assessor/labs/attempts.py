@@ -1151,22 +1151,24 @@ class _Row:
 
 
 _STATUSES = ("pass", "warn", "fail", "skip", "error")
+_NUMBER_KEYS = ("points", "earned", "credit")
+_TEXT_KEYS = ("hint", "note", "check_hint", "role")
+_NUMBER_TYPES = (int, float)
 
 
 def _is_check(c: Any) -> bool:
     """A check's result as a grade writes it (:meth:`assessor.labs.grading.Score.to_json`), in the types the
     reports' documents require."""
-
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-    return (
+    if not (
         isinstance(c, dict)
         and isinstance(c.get("check"), str)
         and c.get("status") in _STATUSES
         and isinstance(c.get("message"), str)
-        and all(number(c[k]) for k in ("points", "earned", "credit") if k in c)
-        and all(isinstance(c[k], str) for k in ("hint", "note", "check_hint", "role") if k in c)
+    ):
+        return False
+    # JSON gives these exact types (a bool is not a number here)
+    return all(type(c[k]) in _NUMBER_TYPES for k in _NUMBER_KEYS if k in c) and all(
+        type(c[k]) is str for k in _TEXT_KEYS if k in c
     )
 
 
@@ -1183,7 +1185,9 @@ def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
     if not all(_is_check(c) for c in checks):
         r.problems.append("checks holds entries that are not a check's result")
         checks = [c for c in checks if _is_check(c)]
-    attempt = Attempt(
+    # every value read (and each problem noted) in this order before the flags are known: the Attempt is
+    # made once, with them (a 10,000-attempt history is read on every `gpulab progress`)
+    values: dict[str, Any] = dict(
         id=row_id,
         candidate=r.text("candidate"),
         lab_id=r.text("lab_id"),
@@ -1203,7 +1207,6 @@ def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
         passed=r.boolean("passed"),
         checks=checks,
         start_id=r.integer("start_id", null=True),
-        flags=(),
         hints_used=r.integer("hints_used", null=True),
         time_taken_s=r.integer("time_taken_s", null=True),
     )
@@ -1211,7 +1214,7 @@ def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
         flags.append(f"{DB_EDITED}: attempts row {row_id}: {'; '.join(r.problems)}")
     if broken:
         flags.append(f"{DB_EDITED}: {broken}")
-    return replace(attempt, flags=tuple(flags))
+    return Attempt(**values, flags=tuple(flags))
 
 
 def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str | None = None) -> list[Attempt]:
@@ -1404,8 +1407,11 @@ def design_solved(conn: sqlite3.Connection, lab_id: str, candidate: str, start: 
 def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Each lab's state for the candidate: ``not started``, ``started`` (open, no pass yet), ``passed`` or
     ``not passed`` (graded, not passed, no open start), with the best score (flagged attempts do not count)."""
+    from collections import Counter
+
     history = attempts(conn, candidate=candidate)
     top = best(history)
+    tried = Counter(h.lab_id for h in history)
     out: dict[str, dict[str, Any]] = {}
     for lab_id in lab_ids:
         a = top.get(lab_id)
@@ -1421,7 +1427,7 @@ def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> 
         out[lab_id] = {
             "state": state,
             "best_percent": a.percent if a else None,
-            "attempts": sum(1 for h in history if h.lab_id == lab_id),
+            "attempts": tried[lab_id],
         }
     return out
 

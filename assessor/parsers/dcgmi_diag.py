@@ -1,11 +1,12 @@
-"""``dcgmi diag -r 1|2|3`` text output: metadata and one result per test, with details.
+"""``dcgmi diag -r 1|2|3|4`` text output: metadata and one result per test, with details.
 
 The table is two columns. Section rules carry the category (``|-----  Metadata  ---+---|`` in
 DCGM 3.3+, ``+-----  Integration  ---+---+`` everywhere); DCGM 3.0 has no Metadata section.
 A test row is ``| name | result |`` where the result is ``Pass``, ``Pass - All`` or ``Pass -
 GPUs: 1, 2`` (3.x) and rows with an empty name continue it: per-GPU results (``Fail - GPU: 0``
 in 3.x, ``GPU0: Pass`` in 4.x) or a ``Warning``/``Error``/``Info`` message that DCGM wraps at a
-fixed width, even mid-word. Wrapped pieces are joined back into one detail.
+fixed width, even mid-word. Wrapped pieces are joined back into one detail. DCGM 4 prints a GPU's own
+warnings under its ``GPUn:`` row, labelled ``Warning: GPUn``; the detail keeps that label.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ _GPU_STATUS = re.compile(r"^GPU\s?\d+\s*:\s*(\w+)")
 # "Fail - GPU: 0", "Pass - GPUs: 1, 2, 3" (3.x) as a continuation line.
 _GROUP_STATUS = re.compile(r"^(\w+)\s+-\s+(?:All|GPUs?\b)")
 _MESSAGE_LABELS = ("Warning", "Error", "Info", "Notice")
+# A DCGM 4 message about one entity: "Warning: GPU5", "Info: GPU0" (dcgmi/Diag.cpp HelperDisplayEntityResults).
+_ENTITY_LABEL = re.compile(r"^(?:Warning|Error|Info|Notice):\s*[A-Za-z]+\d+$")
 _RESULTS = {
     "pass": "Pass",
     "passed": "Pass",
@@ -112,7 +115,7 @@ def parse(text: str) -> NodeFacts:
         if _RULE.match(line):
             continue
         row = _split_row(line)
-        if row is None or row.name == "Diagnostic":
+        if row is None or (row.name == "Diagnostic" and row.value.strip() == "Result"):  # the header row
             continue
         if row.width:
             width = row.width
@@ -132,7 +135,8 @@ def parse(text: str) -> NodeFacts:
                 # it as a result of its own so that it cannot be lost.
                 current = DcgmTest(category, label, "Fail" if label == "Error" else "Warn")
                 diag.tests.append(current)
-            messages.append(_Message(label, [row.value]))
+            # DCGM 4 names the entity a warning is for: "Warning: GPU5". Keep it: it says which GPU failed.
+            messages.append(_Message(row.name if _ENTITY_LABEL.match(row.name) else label, [row.value]))
             messages[-1].open = _fills(row, width)
             continue
         if not row.name:

@@ -118,46 +118,47 @@ def render(doc: dict[str, Any]) -> str:
     for number, target in enumerate(doc["targets"]):
         name = xml_text(target.get("host") or target["target"]).strip() or "unknown"
         host = _attr(name)
-        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         props = [f'<property name="target" value="{_attr(xml_text(target["target"]))}" />', *profile_property]
         warnings: list[str] = []
-        for result in target["results"]:
-            if result["status"] == "warn":
-                warnings.append(f"WARN {result['check']}: {result['message']}")
-                name, value = safe("warning." + result["check"]), safe(result["message"])
-                props.append(f'<property name="{name}" value="{value}" />')
         cases: list[str] = []
+        results = target["results"]
+        tests, failures, errors, skips = len(results), 0, 0, 0
         if target.get("error"):
             error = _tag("error", {"message": target["error"], "type": "unreachable"}, xml_text(target["error"]))
             connect = _attr(xml_text(f"{name}.connect"))
             cases.append(
                 f'<testcase classname="{connect}" name="connect" time="0.000">\n      {error}\n    </testcase>'
             )
-            counts["tests"] += 1
-            counts["errors"] += 1
+            tests += 1
+            errors += 1
         spent = 0.0
         opening = f'<testcase classname="{host}'
-        for result in target["results"]:
-            counts["tests"] += 1
+        for result in results:
             seconds = float(result.get("duration_s") or 0.0)
             spent += seconds
             status = result["status"]
-            if status in ("pass", "warn", "skip"):
+            if status == "pass" or status == "warn" or status == "skip":
+                check = result["check"]
+                if status == "warn":  # a property of its host, and a line of the host's system-out
+                    warnings.append(f"WARN {check}: {result['message']}")
+                    props.append(f'<property name="{safe("warning." + check)}" value="{safe(result["message"])}" />')
                 # the same on every host that gave the same result: written once, after the host's name
-                skipped = result["message"] if status == "skip" else None
-                counts["skipped"] += skipped is not None
-                key = (result["check"], seconds, skipped)
+                skipped = None
+                if status == "skip":
+                    skipped = result["message"]
+                    skips += 1
+                key = (check, seconds, skipped)
                 tail = tails.get(key)
                 if tail is None:
-                    tail = tails[key] = case_tail(result["check"], seconds, skipped)
+                    tail = tails[key] = case_tail(check, seconds, skipped)
                 cases.append(opening + tail)
                 continue
             message = result["message"]
             if status == "fail":
-                counts["failures"] += 1
+                failures += 1
                 inner = _tag("failure", {"message": message, "type": "fail"}, details(result))
             else:
-                counts["errors"] += 1
+                errors += 1
                 inner = _tag("error", {"message": message, "type": "error"}, details(result))
             head = opening + case_tail(result["check"], seconds, None)[: -len(" />")]
             cases.append(f"{head}>\n      {inner}\n    </testcase>")
@@ -166,7 +167,7 @@ def render(doc: dict[str, Any]) -> str:
         head = (
             f'<testsuite name="{host}" package="{package}" id="{number}" '
             f'timestamp="{stamp(target.get("captured_at"))}" hostname="{host}"'
-            + "".join(f' {k}="{v}"' for k, v in counts.items())
+            + f' tests="{tests}" failures="{failures}" errors="{errors}" skipped="{skips}"'
             + f' time="{seconds_spent}">'
         )
         children = [

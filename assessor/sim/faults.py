@@ -30,6 +30,7 @@ from assessor.sim import cabling_faults, grub, link_faults, switch_firmware
 from assessor.sim import clock as node_clock
 from assessor.sim.bmc_faults import FAULTS as BMC_FAULTS
 from assessor.sim.container_faults import FAULTS as CONTAINER_FAULTS
+from assessor.sim.dcgm_faults import FAULTS as DCGM_FAULTS
 from assessor.sim.package_faults import KERNEL_UPDATE_NO_DKMS
 from assessor.sim.slurm_faults import CONDITIONS as SLURM_CONDITIONS
 from assessor.sim.slurm_faults import FAULTS as SLURM_FAULTS
@@ -1014,3 +1015,6 @@ CONDITIONS.update({spec[0]: Fault(*spec) for spec in SLURM_CONDITIONS})
 
 # The BMC's faults live in their own module.
 FAULTS.update({spec[0]: Fault(*spec) for spec in BMC_FAULTS})
+
+# Faults only an active DCGM diagnostic finds live in their own module.
+FAULTS.update({spec[0]: Fault(*spec) for spec in DCGM_FAULTS})

@@ -224,6 +224,9 @@ class GpuState:
     mig_reset_blocked_by: list[str] = field(default_factory=list)
     passthrough: bool = False  # a VM with the GPU passed through: no GPU reset possible
     lost: bool = False  # fell off the bus (Xid 79): NVML answers GpuIsLost
+    # Weaknesses no counter shows until a test exercises them (assessor.sim.dcgm_faults): "weak-hbm-row", HBM
+    # cells that only the memtest patterns of dcgmi diag -r 4 trip. Empty: none.
+    latent_faults: list[str] = field(default_factory=list)
 
 
 # A job keeps its GPU busy: GPU-Util (SMs) and memory-controller utilisation while one runs.

@@ -35,6 +35,15 @@ def test_an_old_kernel_or_the_wrong_machine_fails() -> None:
     assert run("node.os", node(uname=GRACE), min_kernel="6.8", arch="arm64").status == "pass"
 
 
+def test_the_kernel_abi_counts_so_a_kernel_update_can_be_required() -> None:
+    # Ubuntu's kernel updates keep 5.15.0 and change the ABI number: booting the one the update replaced fails
+    before = "Linux n1 5.15.0-91-generic #101-Ubuntu SMP Tue Nov 14 13:30:08 UTC 2023 x86_64 x86_64 x86_64 GNU/Linux"
+    r = run("node.os", node(uname=before), min_kernel="5.15.0-94")
+    assert (r.status, r.message) == ("fail", "kernel 5.15.0-91-generic is older than 5.15.0-94")
+    assert run("node.os", node(uname=before.replace("-91-", "-94-")), min_kernel="5.15.0-94").status == "pass"
+    assert run("node.os", node(uname=before), min_kernel="5.15").status == "pass"  # a version alone: any ABI
+
+
 def test_what_is_not_captured_is_never_judged() -> None:
     assert run("node.os", node()).status == "skip"
     r = run("node.os", node(uname=GRACE), distros=["ubuntu 22.04"])  # uname alone says nothing of the OS

@@ -4,6 +4,8 @@ by :mod:`tests.labs.test_walk_slurm`, never in-process (``Lab.needs_running_node
 Wrong fixes are the ones admins really try: resuming a node whose GRES still do not match (slurmctld refuses
 its next registration again), editing the configuration without making the daemons re-read it, restarting
 only the controller, restarting slurmd or rebooting a node an admin drained (the drain is the controller's).
+A fix that leaves slurmd stopped looks done to Slurm for minutes (the controller marks a silent node down only
+after SlurmdTimeout): the labs' guard on the Slurm units is what catches it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ GRES_CONF = "/etc/slurm/gres.conf"
 RESUME = "scontrol update nodename=$(hostname) state=resume"
 # after a reboot the candidate waits until slurmd has registered: sinfo shows the node without '*'
 REGISTERED = "for i in $(seq 40); do sinfo -h -o %t | grep -q '\\*' || break; sleep 0.5; done; sinfo"
+# slurmd stopped after the node is back in service: idle in sinfo until the controller's SlurmdTimeout
+SLURMD_LEFT_STOPPED = "systemctl stop slurmd"
 GRES_PER_GPU = {
     GRES_CONF: "# one line per GPU\n" + "".join(f"Name=gpu File=/dev/nvidia{i}\n" for i in range(8)),
 }
@@ -135,6 +139,8 @@ LEFT_BROKEN: dict[str, list[tuple[Walk, str]]] = {
             ],
             "services.active",
         ),
+        # resumed, then slurmd stopped "while the firmware tool runs" and never started again
+        ([RESUME, SLURMD_LEFT_STOPPED], "services.active"),
     ],
     "slurm-201": [
         # "fixed" by telling slurm.conf the node has seven GPUs: it schedules again, one GPU lost to every job
@@ -147,9 +153,39 @@ LEFT_BROKEN: dict[str, list[tuple[Walk, str]]] = {
             ],
             "slurm.gres",
         ),
+        # gres.conf put right and the node resumed, then slurmd stopped before another edit and left stopped
+        (
+            [
+                r"sed -i 's/nvidia\[0-6\]/nvidia[0-7]/' /etc/slurm/gres.conf",
+                "systemctl restart slurmd",
+                "sleep 2",
+                RESUME,
+                SLURMD_LEFT_STOPPED,
+            ],
+            "services.active",
+        ),
     ],
-    # the GPU is back after the reboot, but the node is left drained: no job lands on it
-    "slurm-301": [(["reboot", REGISTERED, "nvidia-smi -L"], "slurm.node_state")],
-    # slurmd "fixed" by making the missing device file: it registers eight GPUs the node does not have
-    "slurm-401": [(["touch /dev/nvidia7", "systemctl restart slurmd"], "slurm.gres")],
+    "slurm-301": [
+        # the GPU is back after the reboot, but the node is left drained: no job lands on it
+        (["reboot", REGISTERED, "nvidia-smi -L"], "slurm.node_state"),
+        # back and resumed, then slurmd stopped so that its health check "cannot drain the node again"
+        (["reboot", REGISTERED, RESUME, SLURMD_LEFT_STOPPED], "services.active"),
+    ],
+    "slurm-401": [
+        # slurmd "fixed" by making the missing device file: it registers eight GPUs the node does not have
+        (["touch /dev/nvidia7", "systemctl restart slurmd"], "slurm.gres"),
+        # the reference fix, then slurmd stopped until the replacement GPU arrives
+        (
+            [
+                "sed -i 's/Gres=gpu:8/Gres=gpu:7/' /etc/slurm/slurm.conf",
+                r"sed -i 's/nvidia\[0-7\]/nvidia[0-6]/' /etc/slurm/gres.conf",
+                "sed -i 's/^expected=8$/expected=7/' /etc/slurm/healthcheck.sh",
+                "scontrol reconfigure",
+                "systemctl restart slurmd",
+                REGISTERED,
+                SLURMD_LEFT_STOPPED,
+            ],
+            "services.active",
+        ),
+    ],
 }

@@ -112,8 +112,8 @@ def write_json(path: Path, doc: dict[str, Any]) -> Path:
 
 def ada_db(path: Path) -> Path:
     """Ada: drivers to level 2 (three of its four level-2 labs), health-101 passed then failed on another
-    machine, ib-201 passed late and ib-202 passed (infiniband level 2: two of its three level-2 labs), mig-101
-    failed; Bob: mig-201 failing its second mig.mode twice."""
+    machine, ib-201 passed late, ib-202 and ib-203 passed (infiniband level 2: three of its four level-2 labs),
+    mig-101 failed; Bob: mig-201 failing its second mig.mode twice."""
     with attempts.opened(path) as conn:
         for lab_id in ("drv-101", "drv-201", "drv-202", "drv-203"):
             add(conn, "ada", lab_id)
@@ -121,6 +121,7 @@ def ada_db(path: Path) -> Path:
         add(conn, "ada", "health-101", day=2, failing=(1, 2, 3), machine="m2", host="node02")
         add(conn, "ada", "ib-201", day=3, minutes=45, late=True)
         add(conn, "ada", "ib-202", day=3, minutes=20)
+        add(conn, "ada", "ib-203", day=3, minutes=25)
         add(conn, "ada", "mig-101", day=3, failing=(1, 2))
         add(conn, "bob", "mig-201", day=1, failing=(2,))
         add(conn, "bob", "mig-201", day=2, failing=(2,))

@@ -333,3 +333,111 @@ def test_without_the_compiled_checker_the_reference_decides(monkeypatch: pytest.
             documents.validate(mutations(doc)[6], "results")
     finally:
         documents._checker.cache_clear()
+
+
+# ---- the fast paths of the neutralisers and the JUnit writer ------------------------------------------------
+
+
+def test_the_ascii_fast_paths_of_the_neutralisers_escape_exactly_what_the_rule_escapes() -> None:
+    from assessor import neutralise as safe
+
+    def by_the_rule(text: str) -> str:
+        return safe._CONTROL.sub(safe._escape_control, text)
+
+    for code in range(128):  # every C0 control and DEL among plain ASCII, and each plain character
+        text = f"gpu{chr(code)}07"
+        assert safe.visible(text) == by_the_rule(text), repr(text)
+        assert safe.xml_text(text) == safe._NOT_XML.sub("\ufffd", by_the_rule(text)), repr(text)
+        kept = "\n".join(by_the_rule(line) for line in f"{text}\n{text}".split("\n"))
+        assert safe.xml_text(f"{text}\n{text}", lines=True) == kept, repr(text)
+    assert safe.visible("a\x1b[31mb\x7f") == "a\\e[31mb\\x7f" and safe.xml_text("x\x0by") == "x\\x0by"
+
+
+def test_an_unreachable_host_with_a_warning_keeps_its_own_name_in_the_connect_case() -> None:
+    warned = Result("gpu.temperature", "warn", "hot")
+    doc = document([TargetResults("ssh://n1", "n1", [warned], error="unreachable: lost")], "hgx-h100")
+    suite = ET.fromstring(junit.render(doc)).find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        ("n1.connect", "connect"),
+        ("n1.gpu", "gpu.temperature"),
+    ]
+    assert suite.get("tests") == "2" and suite.get("errors") == "1"
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["warning.gpu.temperature"] == "hot"
+
+
+# ---- a fleet larger than 64 MiB of results, and the cycle collector -----------------------------------------
+
+
+def test_a_results_file_over_64_mib_is_read(tmp_path: Path) -> None:
+    from assessor.content import MAX_DOCUMENT_BYTES
+
+    results = tmp_path / "results.json"
+    text = json.dumps(synthetic_fleet(20))
+    with results.open("w", encoding="utf-8") as f:  # 10,500 HGX hosts write about 65 MiB
+        f.write(text[:-1] + " " * ((65 << 20) - len(text)) + "}")
+    assert (64 << 20) < results.stat().st_size <= MAX_DOCUMENT_BYTES
+    made = build.make("fleet", [str(results)])
+    assert made.document["summary"]["hosts"] == 20
+
+
+def test_report_runs_with_the_cycle_collector_paused_and_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from click.testing import CliRunner
+
+    from assessor.cli import main
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(synthetic_fleet(10)), encoding="utf-8")
+    seen: list[bool] = []
+    write = build.write
+
+    def watched(*args: Any, **kwargs: Any) -> str:
+        seen.append(gc.isenabled())
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(build, "write", watched)
+    assert gc.isenabled()
+    done = CliRunner().invoke(main, ["report", "fleet", str(results), "-f", "csv", "-o", str(tmp_path / "f.csv")])
+    assert done.exit_code == 0, done.output
+    assert seen == [False] and gc.isenabled()
+    bad = CliRunner().invoke(main, ["report", "fleet", str(tmp_path / "missing.json")])
+    assert bad.exit_code == 2 and gc.isenabled()  # an error on the way out leaves it running too
+
+
+def test_the_fleet_statuses_are_the_checks_statuses_and_the_schemas() -> None:
+    from assessor.checks.result import STATUSES
+
+    def status_enums(node: Any) -> list[list[str]]:
+        if isinstance(node, dict):
+            found = (
+                [node["status"]["enum"]] if isinstance(node.get("status"), dict) and "enum" in node["status"] else []
+            )
+            return found + [e for v in node.values() for e in status_enums(v)]
+        return [e for v in node for e in status_enums(v)] if isinstance(node, list) else []
+
+    assert fleet.STATUSES == STATUSES
+    enums = status_enums(documents.schema("results"))
+    assert enums and all(tuple(e) == STATUSES for e in enums)
+
+
+def test_report_fleet_starts_without_loading_the_checks(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(synthetic_fleet(5)), encoding="utf-8")
+    argv = ["report", "fleet", str(results), "-f", "csv", "-o", str(tmp_path / "fleet.csv")]
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "assessor.cli", *argv], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
+    assert "assessor.reports.fleet" in imported
+    assert not [m for m in imported if m.startswith("assessor.checks")]

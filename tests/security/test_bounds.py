@@ -117,7 +117,7 @@ def test_a_1_gb_file_in_a_gradebook_folder_is_refused_by_its_size(tmp_path: Path
     with (folder / "002-huge.json").open("wb") as f:
         f.truncate(1 << 30)
     proc = capped("report", "cohort", str(tmp_path / "book"), "-f", "json")
-    one_line_error(proc, "002-huge.json", "1 GiB", "64 MiB limit of a report input")
+    one_line_error(proc, "002-huge.json", "1 GiB", "256 MiB limit of a report input")
 
 
 def test_a_gradebook_folder_1200_levels_deep_is_refused_not_a_recursion_error(tmp_path: Path) -> None:

@@ -169,9 +169,11 @@ def test_dcgm_4_nodes_print_the_4x_layout() -> None:
     assert "targeted_power" not in results  # a level-3 test
 
 
-def test_bad_run_level_is_a_usage_error(h100: NodeState) -> None:
+def test_bad_run_level_is_refused_with_dcgms_message(h100: NodeState) -> None:
+    # modules/diag/DcgmDiagCommon.cpp, then dcgmi's TCLAP handler (which adds a period of its own)
     result = run_tool(["dcgmi", "diag", "-r", "9"], Session(state=h100))
-    assert result.exit_code != 0 and "run level" in result.stderr
+    assert result.exit_code != 0 and result.stdout == ""
+    assert result.stderr.startswith("Error: Invalid value '9' specified for -r..\n")
 
 
 def test_device_ids_of_eight_gpus_fit_one_row_comma_joined_like_dcgm_3_3(h100: NodeState) -> None:

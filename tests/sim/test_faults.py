@@ -285,6 +285,13 @@ def _slurm_gres_short(state: NodeState) -> None:
     assert "Main PID" in tool(state, "systemctl", "status", "slurmd").stdout
 
 
+def _slurm_mig_untyped(state: NodeState) -> None:
+    # GPU 6 and 7 split (nvidia-smi -L lists their MIG devices); the node's Slurm runs for real (test_slurm_mig.py)
+    listed = tool(state, "nvidia-smi", "-L").stdout
+    assert listed.count("  MIG 1g.10gb ") == 7 and listed.count("  MIG 3g.40gb ") == 2
+    assert tool(state, "systemctl", "is-active", "slurmd").stdout == "active\n"
+
+
 def _kernel_update_no_dkms(state: NodeState) -> None:
     new = tool(state, "uname", "-r").stdout.strip()
     assert new == "5.15.0-94-generic"  # hgx-h100 ran 5.15.0-91
@@ -323,6 +330,7 @@ def _iommu_translated(state: NodeState) -> None:
 VERIFY: dict[str, Callable[[NodeState], None]] = {
     "kernel-update-no-dkms": _kernel_update_no_dkms,
     "slurm-gres-short": _slurm_gres_short,
+    "slurm-mig-untyped": _slurm_mig_untyped,
     "gpu-removed": _gpu_removed,
     "docker-runtime-missing": _docker_runtime_missing,
     "cdi-spec-stale": _cdi_spec_stale,
@@ -367,6 +375,18 @@ def _bmc_factory_default(state: NodeState) -> None:
 
 
 VERIFY["bmc-factory-default"] = _bmc_factory_default
+
+
+def _weak_hbm_row(state: NodeState) -> None:
+    # dcgmi diag -r 3 passes the weak GPU (the last by default); -r 4's memtest fails it (test_dcgmi_xlong.py)
+    long_run = facts("dcgmi-diag", state, "dcgmi", "diag", "-r", "3").dcgm_diag
+    assert long_run is not None and {t.result for t in long_run.tests} == {"Pass", "Skip"}  # Skip: EUD
+    xlong = facts("dcgmi-diag", state, "dcgmi", "diag", "-r", "4").dcgm_diag
+    assert xlong is not None
+    assert [(t.name, t.details[1]) for t in xlong.tests if t.result == "Fail"] == [("Memtest", "Fail - GPU: 7")]
+
+
+VERIFY["weak-hbm-row"] = _weak_hbm_row
 # The node a fault is shown on, where the HGX H100 lacks what it breaks.
 ON_FIXTURE = {"imex-stopped": "gb200-tray", "iommu-translated": "pcie-l40s"}
 

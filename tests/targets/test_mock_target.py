@@ -23,6 +23,7 @@ from assessor.targets.mock import MockTarget
 PROFILED = ("dgx-a100", "hgx-h100", "hgx-h200")  # fixtures with a shipped profile
 # Faults whose check reads an active source (`capture --with ...`): nccl-tests with NCCL_DEBUG=INFO.
 ACTIVE = {"nccl-socket-fallback": ("nccl",), "ib-ber-high": ("mlxlink",), "ib-link-flapped": ("mlxlink",)}
+ACTIVE["weak-hbm-row"] = ("dcgm:4",)  # only memtest finds it: dcgmi diag -r 4
 # Every fault's check fails (dcgm-stopped's is services.active: dcgm.diag can only say `error` there,
 # since dcgmi prints nothing but the connection error).
 EXPECTED: dict[str, str] = {
@@ -31,6 +32,7 @@ EXPECTED: dict[str, str] = {
     "cdi-spec-old-driver": "skip",
     # Slurm's view comes from the node's running slurmctld: a node not running gives an error, never a pass
     "slurm-gres-short": "error",
+    "slurm-mig-untyped": "error",
     # a switch's firmware is not in a node's snapshot (no in-band switch query is captured): the node's own
     # components stay at the baseline, and the lab that injects it (ib-304) grades the candidate's ticket
     "switch-firmware-old": "pass",
@@ -39,8 +41,11 @@ EXPECTED: dict[str, str] = {
 # the GPU reset that clears the volatile one.
 AFTER_REPAIR = {"ecc-uncorrectable": "warn", "cdi-spec-stale": "skip", "cdi-spec-old-driver": "skip"}
 AFTER_REPAIR["slurm-gres-short"] = "skip"  # the repair takes the cluster away: no scontrol on the node
+AFTER_REPAIR["slurm-mig-untyped"] = "skip"
 AFTER_REPAIR["iommu-translated"] = "skip"  # the fixture's command line names no IOMMU parameter: the default
 AFTER_REPAIR["bmc-factory-default"] = "skip"  # the repair takes the BMC away: the fixtures model none
+# the repair is a new GPU; on a DCGM 3.3 node level 4 still lists the uninstalled EUD as Skip, not a pass
+AFTER_REPAIR["weak-hbm-row"] = "warn"
 
 
 def _profile_for(fixture: str, check: str) -> Profile:

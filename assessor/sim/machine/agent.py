@@ -207,6 +207,7 @@ def _write_if_changed(path: Path, text: str, *, in_place: bool = False) -> None:
 def publish(paths: NodePaths, state: NodeState) -> None:
     """The files of the node that mirror its state: the driver's version file, the boot id, FM's log."""
     from assessor.sim.config_root import write_node_file
+    from assessor.sim.mig_caps import write_proc_files
     from assessor.sim.tools.system import driver_version_text, fabric_manager_log
 
     version = driver_version_text(state)
@@ -216,6 +217,7 @@ def publish(paths: NodePaths, state: NodeState) -> None:
     else:
         nvidia.mkdir(parents=True, exist_ok=True)
         _write_if_changed(nvidia / "version", version)
+    write_proc_files(paths.published / "driver", state)  # the MIG capabilities (assessor.sim.mig_caps)
     _write_if_changed(paths.published / "boot_id", boot_id(state) + "\n", in_place=True)
     _write_if_changed(paths.published / "cmdline", booted_cmdline(state) + "\n", in_place=True)
     log = fabric_manager_log(state, paths.root)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assessor.sim.gpu_clients import GPU_DAEMONS, unit_running
+from assessor.sim.mig_caps import cap_device_files
 from assessor.sim.state import GpuState, NodeState
 
 # Where each simulated tool sits on a real node (Debian/Ubuntu packages, merged /usr).
@@ -179,6 +180,7 @@ def device_files(state: NodeState) -> list[str]:
     """The device files the node has (inside paths): NVIDIA's and the HCAs' user-space access points."""
     out = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
     out += [gpu_device(g) for g in state.gpus]
+    out += cap_device_files(state)  # /dev/nvidia-caps/nvidia-capN of the MIG instances it boots with
     out += [f"/dev/nvidia-nvswitch{i}" for i in range(len(state.nvswitches))]
     if state.ib_hcas:
         out.append("/dev/infiniband/rdma_cm")

@@ -72,7 +72,7 @@ def boot_script(paths: NodePaths, host: str, devices: list[str], python: str, *,
     ]
     for device in devices:
         rel = device.lstrip("/")
-        lines.append(f": > {q(rel)} && chmod 666 {q(rel)}")
+        lines.append(f"mkdir -p {q(rel.rsplit('/', 1)[0])} && : > {q(rel)} && chmod 666 {q(rel)}")
     published = paths.published
     lines += [
         "pivot_root . .old",

@@ -20,6 +20,13 @@
  *             p b x    hex of the bytes it points to (fixed size / element size * previous argument)
  *   reply:    RC TOKEN...     one token per output parameter (o S a n v b x) in order: "-" or hex bytes,
  *             copied into that pointer.
+ *
+ * Before each nvmlInit* the library sends gpulab's own request
+ *   gpulabJob TOKEN...         one token per Slurm job variable (gl_job_variables, written by build.py) set in
+ *                              this process's environment: the hex of NAME=VALUE
+ * so that a program inside a job step sees only the job's GPUs, as the simulated nvidia-smi there does. Its
+ * reply is RC alone; an nvmlInit whose job request is refused returns that code (it never sees the whole node
+ * by mistake).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,8 +55,10 @@
 #define RC_DRIVER_NOT_LOADED 9
 #define RC_TIMEOUT 10
 #define RC_UNKNOWN 999
+#define JOB_REQUEST "gpulabJob"
 
 extern char **environ;
+extern const char *const gl_job_variables[];  /* NULL-terminated; in exports.c */
 
 static pthread_mutex_t gl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int gl_fd = -1;
@@ -240,6 +249,45 @@ static int read_line(struct gl_buf *out) {
 
 static int is_output(char kind) { return kind && strchr("oSanvbx", kind) != NULL; }
 
+/* Send one request line and read the reply line into *rep. 0, or the code the caller gets when the
+ * connection failed (it is dropped then: the next nvmlInit opens a new one). */
+static int exchange(const struct gl_buf *req, struct gl_buf *rep, int init) {
+    if (write_all(gl_fd, req->p, req->n)) {
+        gl_drop();
+        return init ? RC_DRIVER_NOT_LOADED : RC_UNKNOWN;
+    }
+    int got = read_line(rep);
+    if (got != 0) {
+        gl_drop();
+        return got == -2 ? RC_TIMEOUT : RC_UNKNOWN;
+    }
+    return 0;
+}
+
+/* Tell the server which Slurm job this process is in (the variables as they are now); the reply's code. */
+static int send_job(void) {
+    struct gl_buf req = {0}, rep = {0};
+    int rc = RC_UNKNOWN;
+    if (put_text(&req, JOB_REQUEST)) goto done;
+    for (size_t i = 0; gl_job_variables[i]; i++) {
+        const char *name = gl_job_variables[i];
+        const char *value = getenv(name);
+        if (!value) continue;
+        if (put_text(&req, " ") || put_hex(&req, name, strlen(name)) || put_hex(&req, "=", 1)) goto done;
+        if (*value && put_hex(&req, value, strlen(value))) goto done;  /* an empty value adds nothing */
+    }
+    if (put_text(&req, "\n")) goto done;
+    rc = exchange(&req, &rep, 1);
+    if (rc != 0) goto done;
+    char *end;
+    long code = strtol(rep.p, &end, 10);
+    rc = end == rep.p ? RC_UNKNOWN : (int)code;
+done:
+    free(req.p);
+    free(rep.p);
+    return rc;
+}
+
 int gl_call(const char *name, const char *kinds, const uint64_t *args, const size_t *sizes) {
     int init = strncmp(name, "nvmlInit", 8) == 0;
     struct gl_buf req = {0}, rep = {0};
@@ -248,6 +296,13 @@ int gl_call(const char *name, const char *kinds, const uint64_t *args, const siz
     if (gl_open(init) != 0) {
         rc = init ? RC_DRIVER_NOT_LOADED : RC_UNINITIALIZED;
         goto done;
+    }
+    if (init) {
+        int job = send_job();
+        if (job != 0) {
+            rc = job;
+            goto done;
+        }
     }
     if (put_text(&req, name)) goto done;
     for (size_t i = 0; kinds[i]; i++) {
@@ -302,15 +357,9 @@ int gl_call(const char *name, const char *kinds, const uint64_t *args, const siz
         }
     }
     if (put_text(&req, "\n")) goto done;
-    if (write_all(gl_fd, req.p, req.n)) {
-        gl_drop();
-        rc = init ? RC_DRIVER_NOT_LOADED : RC_UNKNOWN;
-        goto done;
-    }
-    int got = read_line(&rep);
-    if (got != 0) {
-        gl_drop();
-        rc = got == -2 ? RC_TIMEOUT : RC_UNKNOWN;
+    int failed = exchange(&req, &rep, init);
+    if (failed != 0) {
+        rc = failed;
         goto done;
     }
     char *cursor = rep.p;

@@ -5,9 +5,16 @@ stdout) when a program calls ``nvmlInit`` outside a node, and run by a node's ag
 the node. Either way :func:`serve` reads requests in the wire format of ``runtime.c`` and answers each from
 :class:`~assessor.sim.mock_nvml.MockNvml` through the table in :mod:`assessor.sim.nvml_lib.exports`.
 
+Besides NVML's functions, one request of gpulab's own comes before each ``nvmlInit``:
+``gpulabJob TOKEN...``, one token per Slurm job variable set in the calling process (the hex of
+``NAME=VALUE``, names from :data:`~assessor.sim.nvml_lib.node.JOB_VARIABLES`, none outside a job), answered
+``0``. From that ``nvmlInit`` on the program sees only its job's GPUs, as the simulated tools do
+(:mod:`assessor.sim.nvml_lib.node`).
+
 A request that is not well formed (an unknown function, a wrong number of arguments, a bad token, a line past
-the size limit) is answered ``NVML_ERROR_INVALID_ARGUMENT`` or ``NVML_ERROR_FUNCTION_NOT_FOUND`` and the
-server goes on: a program inside the node can write anything to the agent's socket.
+the size limit, a job variable that is unknown, repeated, too long or not printable ASCII) is answered
+``NVML_ERROR_INVALID_ARGUMENT`` or ``NVML_ERROR_FUNCTION_NOT_FOUND`` and the server goes on: a program inside
+the node can write anything to the agent's socket.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import sys
 from typing import Any, BinaryIO
 
 MAX_LINE = 8 * 1024 * 1024
+JOB_REQUEST = "gpulabJob"
+MAX_JOB_VALUE = 4096  # bytes of one NAME=VALUE: Slurm's are a job id and a list of GPU indices
 FUNCTION_NOT_FOUND = 13
 INVALID_ARGUMENT = 2
 UNKNOWN = 999
@@ -45,6 +54,27 @@ def _decode(kind: str, token: str, sizes: int | None) -> Any:
     return raw  # p, b, x
 
 
+def job_variables(tokens: list[str]) -> dict[str, str] | None:
+    """The job variables of a ``gpulabJob`` request; None when a token is not a well formed one."""
+    from assessor.sim.nvml_lib.node import JOB_VARIABLES
+
+    if len(tokens) > len(JOB_VARIABLES):
+        return None
+    env: dict[str, str] = {}
+    for token in tokens:
+        if len(token) > 2 * MAX_JOB_VALUE:
+            return None
+        try:
+            text = bytes.fromhex(token).decode("ascii")
+        except ValueError:  # not hex, or not ASCII (UnicodeDecodeError is a ValueError)
+            return None
+        name, equals, value = text.partition("=")
+        if not equals or name not in JOB_VARIABLES or name in env or not value.isprintable():
+            return None
+        env[name] = value
+    return env
+
+
 def answer(nvml: Any, line: bytes) -> bytes:
     """The reply line to one request line."""
     import pynvml
@@ -54,6 +84,12 @@ def answer(nvml: Any, line: bytes) -> bytes:
     words = line.decode("ascii", "replace").split()
     if not words:
         return b"%d\n" % INVALID_ARGUMENT
+    if words[0] == JOB_REQUEST:
+        env = job_variables(words[1:])
+        if env is None or not hasattr(nvml, "enter_job"):
+            return b"%d\n" % INVALID_ARGUMENT
+        nvml.enter_job(env)
+        return b"0\n"
     export = EXPORTS.get(words[0])
     if export is None:
         return b"%d\n" % FUNCTION_NOT_FOUND
@@ -94,20 +130,11 @@ def serve(reader: BinaryIO, writer: BinaryIO, nvml: Any) -> None:
 
 
 def node_nvml(state_path: str, euid: int) -> Any:
-    """The simulator's NVML over a state file; a missing or unreadable node is NVML's "Driver Not Loaded"."""
-    import pynvml
+    """The simulator's NVML over a state file for one program (:class:`~assessor.sim.nvml_lib.node.NodeNvml`):
+    a missing or unreadable node is NVML's "Driver Not Loaded"; inside a Slurm job, only the job's GPUs."""
+    from assessor.sim.nvml_lib.node import NodeNvml
 
-    from assessor.errors import InputError
-    from assessor.sim.mock_nvml import MockNvml
-
-    class NodeNvml(MockNvml):
-        def nvmlInitWithFlags(self, flags: int) -> None:
-            try:
-                super().nvmlInitWithFlags(flags)
-            except (OSError, InputError):
-                raise pynvml.NVMLError(pynvml.NVML_ERROR_DRIVER_NOT_LOADED) from None
-
-    return NodeNvml(path=state_path, euid=euid)
+    return NodeNvml(state_path, euid)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,7 +38,7 @@ CLIENTS = ("scontrol", "sinfo", "squeue", "srun", "sbatch", "scancel")  # real p
 BINARIES = ("munged", "slurmctld", "slurmd", *CLIENTS)
 
 # The faults and conditions that make a node a Slurm cluster (assessor.sim.slurm_faults).
-SCENARIO_FAULTS = ("slurm", "slurm-gres-short")  # gpu-removed alone needs no Slurm
+SCENARIO_FAULTS = ("slurm", "slurm-gres-short", "slurm-mig-untyped")  # gpu-removed alone needs no Slurm
 
 SLURM_CONF = "/etc/slurm/slurm.conf"
 GRES_CONF = "/etc/slurm/gres.conf"
@@ -50,8 +50,9 @@ NODE_ADDRESS = "10.128.0.11"
 
 
 def runs_slurm(state: NodeState) -> bool:
-    """The node has the Slurm units (a lab or fixture asked for a Slurm cluster on it)."""
-    return any(unit in state.services for unit in UNITS)
+    """The node has the Slurm units (a lab or fixture asked for a Slurm cluster on it). A unit recorded as
+    ``not-found`` (a capture of a machine without Slurm asks systemctl for them too) is not one it has."""
+    return any(unit in state.services and state.services[unit].load_state != "not-found" for unit in UNITS)
 
 
 def missing_binaries() -> list[str]:

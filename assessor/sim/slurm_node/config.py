@@ -2,7 +2,10 @@
 
 A one-node cluster named after nothing but the node: its host name is both ``SlurmctldHost`` and the one
 ``NodeName``, whose ``Gres=gpu:N`` is the node's GPU count, and ``gres.conf`` names the node's GPU device files
-(``/dev/nvidia[0-7]``). Slurm's own defaults are kept where the node allows them; what a simulated node needs
+(``/dev/nvidia[0-7]``). A node with GPUs in MIG mode has typed GRES instead, as Slurm's MIG support wants them:
+one type per MIG profile (``gpu:1g.10gb:7``), each MIG device a ``MultipleFiles=`` line naming its GPU's device
+file and its two capability nodes (:mod:`assessor.sim.mig_caps`), and the whole GPUs typed by their model
+(``gpu:h100:6``). Slurm's own defaults are kept where the node allows them; what a simulated node needs
 differently is said beside it: no cgroups (``proctrack/linuxproc``, ``task/none``), the daemons run as the
 node's root (``SlurmUser=root``), no accounting database.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-from assessor.sim.state import NodeState
+from assessor.sim.state import GpuState, NodeState
 
 
 def gpu_minors(state: NodeState) -> list[int]:
@@ -33,6 +36,44 @@ def device_range(minors: list[int]) -> str:
         if m is not None:
             start = prev = m
     return f"/dev/nvidia[{','.join(parts)}]" if len(minors) > 1 else f"/dev/nvidia{minors[0]}"
+
+
+def gpu_type(gpu: GpuState) -> str:
+    """A whole GPU's GRES type: its model, in lower case (``NVIDIA H100 80GB HBM3`` -> ``h100``)."""
+    words = gpu.name.removeprefix("NVIDIA ").split()
+    return (words[0] if words else "gpu").split("-")[0].lower()
+
+
+def mig_gres(state: NodeState) -> list[tuple[str, list[str]]]:
+    """``(type, device files)`` of every MIG device of the node (GPU, then GPU and compute instance IDs); the
+    type is the MIG device's profile (``1g.10gb``; ``1c.3g.40gb`` for a compute instance smaller than its GI)."""
+    from assessor.sim.mig_caps import device_files, mig_devices
+
+    out: list[tuple[str, list[str]]] = []
+    for gpu in state.gpus:
+        names = {(gi.gi_id, ci.ci_id): ci.name for gi in gpu.mig_instances for ci in gi.compute_instances}
+        out += [(names[d], device_files(gpu, *d)) for d in mig_devices(gpu)]
+    return out
+
+
+def whole_gpus(state: NodeState) -> list[GpuState]:
+    """The GPUs a job gets whole: those not in MIG mode (or in it with no MIG device)."""
+    from assessor.sim.mig_caps import mig_devices
+
+    return [g for g in state.gpus if not mig_devices(g)]
+
+
+def gres_value(state: NodeState) -> str:
+    """``NodeName``'s ``Gres=``: ``gpu:8``, or typed on a node with MIG devices."""
+    migs = mig_gres(state)
+    if not migs:
+        return f"gpu:{len(state.gpus)}"
+    counts: dict[str, int] = {}
+    for gpu in whole_gpus(state):
+        counts[gpu_type(gpu)] = counts.get(gpu_type(gpu), 0) + 1
+    for kind, _ in migs:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ",".join(f"gpu:{kind}:{n}" for kind, n in counts.items())
 
 
 def slurm_conf(state: NodeState) -> str:
@@ -64,13 +105,24 @@ HealthCheckProgram=/etc/slurm/healthcheck.sh
 HealthCheckInterval=30
 HealthCheckNodeState=ANY
 GresTypes=gpu
-NodeName={host} Gres=gpu:{len(state.gpus)} State=UNKNOWN
+NodeName={host} Gres={gres_value(state)} State=UNKNOWN
 PartitionName=gpu Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
 
 def gres_conf(state: NodeState) -> str:
-    return f"# /etc/slurm/gres.conf: the GPUs of {state.host}\nName=gpu File={device_range(gpu_minors(state))}\n"
+    head = f"# /etc/slurm/gres.conf: the GPUs of {state.host}\n"
+    migs = mig_gres(state)
+    if not migs:
+        return head + f"Name=gpu File={device_range(gpu_minors(state))}\n"
+    lines: list[str] = []
+    by_type: dict[str, list[int]] = {}
+    for gpu in whole_gpus(state):
+        by_type.setdefault(gpu_type(gpu), []).append(gpu.minor_number if gpu.minor_number is not None else gpu.index)
+    lines += [f"Name=gpu Type={kind} File={device_range(sorted(minors))}" for kind, minors in by_type.items()]
+    lines.append("# MIG devices: the GPU's device file, then its GPU instance's and compute instance's capabilities")
+    lines += [f"Name=gpu Type={kind} MultipleFiles={','.join(files)}" for kind, files in migs]
+    return head + "\n".join(lines) + "\n"
 
 
 def health_check(state: NodeState) -> str:

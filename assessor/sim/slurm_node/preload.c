@@ -7,7 +7,8 @@
  * The node's /dev/nvidia* are regular files (nobody can make a device node in a user namespace); slurmd's
  * gres/gpu plugin refuses a gres.conf File= that is not a character device. stat() reports them as the
  * driver's character devices, major 195 (minor N for /dev/nvidiaN, 255 for /dev/nvidiactl), as on a real
- * node.
+ * node. Its MIG capability files /dev/nvidia-caps/nvidia-capN (assessor/sim/mig_caps.py) are the nvidia-caps
+ * driver's character devices, minor N, under the major that module gives them (NVIDIA_CAPS_MAJOR).
  *
  * The node has no cgroup hierarchy of its own, and slurmd refuses to start when its cgroup plugin finds none
  * under /sys/fs/cgroup, even with proctrack/linuxproc and task/none (which use no cgroup): statfs() answers
@@ -24,6 +25,10 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 
+#ifndef NVIDIA_CAPS_MAJOR
+#define NVIDIA_CAPS_MAJOR 508
+#endif
+
 int setgroups(size_t size, const gid_t *list) {
     (void)size;
     (void)list;
@@ -38,14 +43,23 @@ int initgroups(const char *user, gid_t group) {
 
 static void as_device(const char *path, struct stat *st) {
     const char *prefix = "/dev/nvidia";
+    const char *caps = "/dev/nvidia-caps/nvidia-cap";
     size_t n = strlen(prefix);
     if (strncmp(path, prefix, n) != 0 || !S_ISREG(st->st_mode)) return;
     const char *rest = path + n;
-    unsigned minor = 254;
-    if (*rest >= '0' && *rest <= '9') minor = (unsigned)strtoul(rest, NULL, 10);
-    else if (strcmp(rest, "ctl") == 0) minor = 255;
+    unsigned major = 195, minor = 254;
+    if (strncmp(path, caps, strlen(caps)) == 0) {
+        rest = path + strlen(caps);
+        if (*rest < '0' || *rest > '9') return;
+        major = NVIDIA_CAPS_MAJOR;
+        minor = (unsigned)strtoul(rest, NULL, 10);
+    } else if (*rest >= '0' && *rest <= '9') {
+        minor = (unsigned)strtoul(rest, NULL, 10);
+    } else if (strcmp(rest, "ctl") == 0) {
+        minor = 255;
+    }
     st->st_mode = (st->st_mode & 07777) | S_IFCHR;
-    st->st_rdev = makedev(195, minor);
+    st->st_rdev = makedev(major, minor);
     st->st_size = 0;
 }
 

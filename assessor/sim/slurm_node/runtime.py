@@ -15,6 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from assessor.sim.mig_caps import CAPS_MAJOR
 from assessor.sim.slurm_node import CLIENTS, MUNGE_SOCKET, missing_binaries
 
 LAUNCHER = "/usr/lib/gpulab/slurm-daemon"
@@ -72,7 +73,17 @@ def write_runtime(layer: Path) -> str | None:
     compiler = os.environ.get("CC") or "cc"
     try:
         done = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(_HERE / "preload.c"), "-ldl"],
+            [
+                compiler,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                f"-DNVIDIA_CAPS_MAJOR={CAPS_MAJOR}",
+                "-o",
+                str(library),
+                str(_HERE / "preload.c"),
+                "-ldl",
+            ],
             capture_output=True,
             text=True,
             timeout=60,

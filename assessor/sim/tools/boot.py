@@ -60,7 +60,7 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
     """Reboot ``state``'s node in place, reading its configuration files under ``root``."""
     from assessor.sim.fixtures import boot_kernel_log
     from assessor.sim.packages import boot_kernel, booted_log, module_version
-    from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state
+    from assessor.sim.tools.nvidia_smi import await_fabric_registration, reset_gpu_state, sync_clock_setting_reason
     from assessor.sim.tools.system import start_unit
 
     clock.reboot(state)
@@ -81,6 +81,8 @@ def reboot(state: NodeState, root: Path | None = None) -> None:
         # nvidia-smi -pl and -lgc last until the driver unloads: the board's defaults come back at boot
         gpu.power_limit_w = gpu.power_default_limit_w or gpu.power_limit_w
         gpu.locked_gpu_clocks_mhz = None
+        gpu.applications_clocks_mhz = {}  # -ac too: applications clocks go back to the default at a driver load
+        sync_clock_setting_reason(gpu)
         for link in gpu.nvlinks:
             link.active = True
         if gpu.remapped_rows is not None:

@@ -1,30 +1,15 @@
-"""Simulated ``dcgmi diag -r 1|2|3``, ``discovery -l``, ``group -l``, ``dmon``, ``stats``, ``-v``.
+"""Simulated ``dcgmi``: ``discovery -l``, ``group -l``, ``dmon``, ``stats``, ``-v``, and the dispatch to ``diag``
+(:mod:`.dcgmi_diag`), ``health`` (:mod:`.dcgmi_health`), ``nvlink`` and ``topo`` (:mod:`.dcgmi_links`).
 
-``dcgmi health`` is in :mod:`.dcgmi_health`.
-
-The results come from the node state: a GPU with a pending or failed row remap, uncorrectable ECC
-errors, a GPU that fell off the bus, NVLinks down, a degraded PCIe link, persistence off, a driver
-mismatch or a fabric that never completed fails the test that would catch it; tests above the run
-level are left out (the simulated node allows every test, so none is Skipped). The table is
-DCGM 3.3's (``corpus/dcgmi_diag/01_...``): Metadata and Deployment under ``|-----`` rules, the
-other sections under ``+-----`` rules, per-GPU results as ``Pass - GPUs: ...`` / ``Fail - GPU: N``
-rows and messages wrapped at 45 characters. A node whose state names DCGM 4
-(``perf.dcgm_version``) gets the 4.x layout: lower-case plugin names and ``GPUn: Pass`` rows.
-Without a running ``nvidia-dcgm`` host engine the command fails like the real one.
+Without a running ``nvidia-dcgm`` host engine every subsystem but ``-v`` fails like the real one.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from assessor.sim import gpu_memory
 from assessor.sim.state import GpuState, NodeState
 from assessor.sim.tools import Session, ToolResult
 
-_NAME_W = 26  # "| " + name padded + "| "
-_CELL_W = 45  # DCGM wraps result-cell text in pieces of this width
-_RULE = "+" + "-" * 27 + "+" + "-" * 48 + "+\n"
-_HEADER_RULE = "+" + "=" * 27 + "+" + "=" * 48 + "+\n"
 # What dcgmi prints when nv-hostengine is not running (dcgmi prints its errors on stdout).
 CONNECTION_ERROR = (
     "Error: unable to establish a connection to the specified host: localhost\n"
@@ -33,241 +18,9 @@ CONNECTION_ERROR = (
 # DCGM_ST_CONNECTION_NOT_VALID (-21) as the process exit status.
 CONNECTION_EXIT = 235
 
-_RUN_LEVELS = {"1": 1, "short": 1, "2": 2, "medium": 2, "3": 3, "long": 3}
-
-
-@dataclass
-class _Outcome:
-    """One test's result: GPUs that failed (with messages), whether it ran at all."""
-
-    ran: bool = True
-    failed: dict[int, list[str]] = field(default_factory=dict)  # GPU index -> messages
-    errors: list[str] = field(default_factory=list)  # node-level messages (Deployment tests)
-
-    def fail(self, gpu: int, message: str) -> None:
-        self.failed.setdefault(gpu, []).append(message)
-
-
-# (category, DCGM 3.x name, DCGM 4.x name, lowest run level that runs it)
-_TESTS: tuple[tuple[str, str, str, int], ...] = (
-    ("Deployment", "Denylist", "software", 1),
-    ("Deployment", "NVML Library", "software", 1),
-    ("Deployment", "CUDA Main Library", "software", 1),
-    ("Deployment", "Permissions and OS Blocks", "software", 1),
-    ("Deployment", "Persistence Mode", "software", 1),
-    ("Deployment", "Environment Variables", "software", 1),
-    ("Deployment", "Page Retirement/Row Remap", "software", 1),
-    ("Deployment", "Graphics Processes", "software", 1),
-    ("Deployment", "Inforom", "software", 1),
-    ("Integration", "PCIe", "pcie", 2),
-    ("Hardware", "GPU Memory", "memory", 2),
-    ("Hardware", "Diagnostic", "diagnostic", 3),
-    ("Stress", "Targeted Stress", "targeted_stress", 3),
-    ("Stress", "Targeted Power", "targeted_power", 3),
-    ("Stress", "Memory Bandwidth", "memory_bandwidth", 3),
-    ("Stress", "EUD Test", "eud", 3),
-)
-# The Extended Utility Diagnostics ship in a separate package (nvidia-diagnostic-NNN) that a node rarely has:
-# DCGM 3.3 lists the test at level 3 as "Skip - All" (corpus dcgmi_diag/05).
-_NOT_INSTALLED = {"EUD Test"}
-
-
-def _outcomes(state: NodeState, gpus: list[GpuState], level: int) -> dict[str, _Outcome]:
-    """Each test's outcome on this node (keyed by its DCGM 3.x name)."""
-    out = {name: _Outcome(ran=lvl <= level and name not in _NOT_INSTALLED) for _, name, _, lvl in _TESTS}
-    drv = state.driver
-    if drv.version != drv.kernel_module_version:
-        out["NVML Library"].errors.append(
-            f"Error using NVML API nvmlInit: Driver/library version mismatch (library {drv.version}, "
-            f"kernel module {drv.kernel_module_version}). Reboot or reload the nvidia kernel modules."
-        )
-    for g in gpus:
-        if g.lost:
-            out["NVML Library"].fail(
-                g.index,
-                f"GPU {g.index} is lost: it has fallen off the bus. Reboot the node; "
-                "if it stays lost, reseat or RMA the GPU.",
-            )
-            continue
-        if g.fabric_state not in (None, "Completed"):
-            out["CUDA Main Library"].fail(
-                g.index,
-                f"GPU {g.index}: error using CUDA API cuInit: system not yet initialized (802): the "
-                "NVSwitch fabric is not configured. Start nvidia-fabricmanager and rerun diagnostics.",
-            )
-        if not g.persistence_mode:
-            # The real message, typo included.
-            out["Persistence Mode"].fail(
-                g.index,
-                f"Persistence mode for GPU {g.index} is currently disabled. The DCGM diagnostic requires "
-                'peristence mode to be enabled. Enable persistence mode by running "nvidia-smi -i <gpuId> -pm 1 " '
-                "as root.",
-            )
-        rows = g.remapped_rows
-        if rows is not None and rows.failure:
-            out["Page Retirement/Row Remap"].fail(
-                g.index,
-                f"GPU {g.index} had uncorrectable memory errors and row remapping failed. Run a field "
-                "diagnostic on the GPU.",
-            )
-        elif rows is not None and rows.pending:
-            out["Page Retirement/Row Remap"].fail(
-                g.index,
-                f"GPU {g.index} has uncorrectable memory errors and row remappings are pending. Drain the "
-                "GPU and reset it or reboot the node.",
-            )
-        if g.ecc.volatile_uncorrected:
-            out["GPU Memory"].fail(
-                g.index,
-                f"GPU {g.index} had {g.ecc.volatile_uncorrected} uncorrectable ECC errors (DBE) since the "
-                "last reset. Drain the GPU and reset it or reboot the node.",
-            )
-        down = [str(link.link) for link in g.nvlinks if not link.active]
-        if down:
-            out["PCIe"].fail(
-                g.index,
-                f"GPU {g.index}'s NvLink link {', '.join(down)} is currently down Check DCGM and system logs "
-                "for errors. Reset GPU. Restart DCGM. Rerun diagnostics.",
-            )
-        if g.pcie_width_current < g.pcie_width_max:
-            out["PCIe"].fail(
-                g.index,
-                f"GPU {g.index} is running at PCI link width {g.pcie_width_current}X, which is below the "
-                f"minimum allowed link width of {g.pcie_width_max}X.",
-            )
-        hot = [r for r in g.throttle_reasons if r in ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")]
-        if hot:
-            out["Targeted Power"].fail(
-                g.index,
-                f"GPU {g.index} Thermal violations totaling 12.1 seconds started at 3.2 seconds into the "
-                f"test for GPU {g.index} Verify that the cooling on this machine is functional, including external, "
-                "thermal material interface, fans, and any other components.",
-            )
-    return out
-
-
-def _wrap(text: str) -> list[str]:
-    """DCGM's wrapping: fixed-width pieces of the cell, cut mid-word."""
-    return [text[i : i + _CELL_W] for i in range(0, len(text), _CELL_W)] or [""]
-
-
-def _row(name: str, value: str) -> str:
-    return f"| {name:<{_NAME_W}}| {value:<{_CELL_W}}  |\n"
-
-
-def _message_rows(label: str, text: str) -> list[str]:
-    pieces = _wrap(text)
-    return [_row(label, pieces[0])] + [_row("", p) for p in pieces[1:]]
-
-
-def _section(name: str, bar: str) -> str:
-    head = f"{bar}-----  {name}  "
-    left = head + "-" * (28 - len(head)) + "+"
-    right = "-" * 48 + bar
-    return left + right + "\n"
-
-
-def _gpu_list(indices: list[int]) -> str:
-    return ", ".join(str(i) for i in indices)
-
-
-def _device_ids(gpus: list[GpuState], four: bool = False) -> str:
-    """The ``GPU Device IDs Detected`` row: DCGM 3.x joins the ids with a bare comma
-    (``2330,2330,...``, published 3.3 runs), 4.x with ``", "`` (dcgmi/Diag.cpp HelperDisplayVersionAndDevIds
-    from 4.0.0 on). The value is one row: CommandOutputController cuts a longer one to the 46-character
-    cell with ``...`` at its end."""
-    ids = (", " if four else ",").join(f"{g.pci_device_id >> 16:04x}" for g in gpus)
-    if len(ids) > _CELL_W + 1:
-        ids = ids[: _CELL_W - 2] + "..."
-    return f"| {'GPU Device IDs Detected':<{_NAME_W}}| {ids:<{_CELL_W + 1}} |\n"
-
-
-def _render_3x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dict[str, _Outcome]) -> str:
-    lines = ["Successfully ran diagnostic for group.\n", _RULE, _row("Diagnostic", "Result"), _HEADER_RULE]
-    lines.append(_section("Metadata", "|"))
-    lines.append(_row("DCGM Version", state.perf.dcgm_version or "3.3.5"))
-    lines.append(_row("Driver Version Detected", state.driver.version))
-    lines.append(_device_ids(gpus))
-    category = None
-    indices = [g.index for g in gpus]
-    for cat, name, _, lvl in _TESTS:
-        if lvl > level:
-            continue  # the simulated node allows every test: a run prints the tests of its level
-        if cat != category:
-            category = cat
-            lines.append(_section(cat, "|" if cat in ("Metadata", "Deployment") else "+"))
-        outcome = outcomes[name]
-        if not outcome.ran:
-            lines.append(_row(name, "Skip - All"))
-            continue
-        if cat == "Deployment":
-            failed = bool(outcome.failed or outcome.errors)
-            lines.append(_row(name, "Fail" if failed else "Pass"))
-            for message in outcome.errors + [m for ms in outcome.failed.values() for m in ms]:
-                lines.extend(_message_rows("Error", message))
-            continue
-        bad = sorted(outcome.failed)
-        good = [i for i in indices if i not in outcome.failed]
-        if not bad:
-            lines.append(_row(name, "Pass - All"))
-            continue
-        if good:
-            lines.append(_row(name, f"Pass - GPUs: {_gpu_list(good)}"))
-            lines.append(_row("", f"Fail - GPU{'s' if len(bad) > 1 else ''}: {_gpu_list(bad)}"))
-        else:
-            lines.append(_row(name, "Fail - All"))
-        for i in bad:
-            for message in outcome.failed[i]:
-                lines.extend(_message_rows("Warning", message))
-    if level == 2:
-        # DCGM 3.3 opens the Stress section at level 2 and closes the table right after (corpus dcgmi_diag/04).
-        lines.append(_section("Stress", "+"))
-    lines.append(_RULE)
-    return "".join(lines)
-
-
-def _render_4x(state: NodeState, gpus: list[GpuState], level: int, outcomes: dict[str, _Outcome]) -> str:
-    lines = ["Successfully ran diagnostic for group.\n", _RULE, _row("Diagnostic", "Result"), _HEADER_RULE]
-    lines.append(_section("Metadata", "|"))
-    lines.append(_row("DCGM Version", state.perf.dcgm_version or "4.2.3"))
-    lines.append(_row("Driver Version Detected", state.driver.version))
-    lines.append(_device_ids(gpus, four=True))
-    # DCGM 4 folds the software checks into one plugin.
-    plugins: dict[str, tuple[str, int, list[str]]] = {}
-    for cat, name, plugin, lvl in _TESTS:
-        if name in _NOT_INSTALLED:
-            continue
-        entry = plugins.setdefault(plugin, (cat, lvl, []))
-        entry[2].append(name)
-    # 4.x prints the categories in a fixed order, Hardware before Integration (dcgmi/Diag.cpp, 4.0 on)
-    order = ("Deployment", "Hardware", "Integration", "Stress")
-    category = None
-    for plugin, (cat, lvl, names) in sorted(plugins.items(), key=lambda item: order.index(item[1][0])):
-        if lvl > level:
-            continue
-        if cat != category:
-            category = cat
-            lines.append(_section(cat, "|" if cat == "Deployment" else "+"))
-        if lvl > level:
-            lines.append(_row(plugin, "Skip"))
-            continue
-        failed: dict[int, list[str]] = {}
-        errors: list[str] = []
-        for name in names:
-            for i, ms in outcomes[name].failed.items():
-                failed.setdefault(i, []).extend(ms)
-            errors.extend(outcomes[name].errors)
-        lines.append(_row(plugin, "Fail" if failed or errors else "Pass"))
-        for message in errors + [m for i in sorted(failed) for m in failed[i]]:
-            lines.extend(_message_rows("Warning", message))
-        for g in gpus:
-            lines.append(_row("", f"GPU{g.index}: {'Fail' if g.index in failed else 'Pass'}"))
-    lines.append(_RULE)
-    return "".join(lines)
-
 
 def _usage(message: str) -> ToolResult:
-    return ToolResult(255, "", f"{message}\nUsage: dcgmi diag -r <1|2|3|short|medium|long> [-g groupId] [-i gpuList]\n")
+    return ToolResult(255, "", f"{message}\nUsage: dcgmi <diag|discovery|group|dmon|stats|health|nvlink|topo> ...\n")
 
 
 def main(args: list[str], session: Session) -> ToolResult:
@@ -280,6 +33,10 @@ def main(args: list[str], session: Session) -> ToolResult:
     running = service is not None and service.active_state == "active"
     if args[0] in ("-v", "--version"):
         return _version(state, args[0], running=running)
+    if args[0] == "diag":
+        from assessor.sim.tools.dcgmi_diag import diag
+
+        return diag(args[1:], session, unreachable=None if running else ToolResult(CONNECTION_EXIT, CONNECTION_ERROR))
     if not running:
         return ToolResult(CONNECTION_EXIT, CONNECTION_ERROR)
     if args[0] == "discovery":
@@ -298,33 +55,7 @@ def main(args: list[str], session: Session) -> ToolResult:
         from assessor.sim.tools import dcgmi_links
 
         return (dcgmi_links.nvlink if args[0] == "nvlink" else dcgmi_links.topo)(args[1:], state)
-    if args[0] != "diag":
-        return _usage(f"ERROR: unknown subsystem '{args[0]}'")
-    level: int | None = None
-    chosen: list[int] | None = None
-    it = iter(args[1:])
-    for arg in it:
-        if arg in ("-r", "--run"):
-            level = _RUN_LEVELS.get(next(it, ""))
-            if level is None:
-                return _usage("ERROR: run level must be 1, 2, 3 (short, medium, long)")
-        elif arg in ("-i", "--gpuList"):
-            try:
-                chosen = [int(x) for x in next(it, "").split(",") if x]
-            except ValueError:
-                return _usage("ERROR: -i takes a comma-separated list of GPU ids")
-        elif arg in ("-g", "--group", "-p", "--parameters", "-c", "--configfile"):
-            next(it, None)
-    if level is None:
-        return _usage("ERROR: dcgmi diag needs a run level (-r)")
-    gpus = [g for g in state.gpus if chosen is None or g.index in chosen]
-    if not gpus:
-        return ToolResult(255, "Error: invalid GPU list: no such GPU.\n")
-    outcomes = _outcomes(state, gpus, level)
-    four = (state.perf.dcgm_version or "").startswith("4")
-    text = (_render_4x if four else _render_3x)(state, gpus, level, outcomes)
-    # The verdict is in the table: the diagnostic itself ran, so dcgmi reports success.
-    return ToolResult(0, text)
+    return _usage(f"ERROR: unknown subsystem '{args[0]}'")
 
 
 _GPU_RULE = "+--------+----------------------------------------------------------------------+\n"

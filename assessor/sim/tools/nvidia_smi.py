@@ -57,6 +57,7 @@ from assessor.sim.tools.nvidia_smi_common import (
 )
 from assessor.sim.tools.nvidia_smi_query import (
     REMAPPED_ROW_FIELDS,
+    default_app_clocks,
     display_sections,
     field_of,
     memory_free_mib,
@@ -1007,8 +1008,31 @@ def _clock_or_power(action: str, value: str | None, gpus: list[GpuState], euid: 
     else:  # rac
         for g in gpus:
             g.applications_clocks_mhz = {}
+    if action in ("lgc", "rgc", "ac", "rac"):
+        for g in gpus:
+            sync_clock_setting_reason(g)
     lines.append(ALL_DONE)
     return result(EXIT_OK, lines)
+
+
+CLOCK_SETTING_REASON = "applications_clocks_setting"
+
+
+def sync_clock_setting_reason(gpu: GpuState) -> None:
+    """The "Applications Clocks Setting" clock-event reason (NVML's user-defined clocks, 0x2) follows the clocks
+    a user set: active while a lock (``-lgc``) caps the GPU clock below its maximum, or applications clocks
+    (``-ac``) sit below the board's default; cleared when neither does (``-rgc``, ``-rac``, a boot)."""
+    top = gpu.max_clocks_mhz.get("graphics") or gpu.max_clocks_mhz.get("sm")
+    locked = gpu.locked_gpu_clocks_mhz
+    capped = bool(locked and top and locked[-1] < top)
+    app_graphics = gpu.applications_clocks_mhz.get("graphics") if gpu.applications_clocks_mhz else None
+    default_graphics = default_app_clocks(gpu)[0]
+    if app_graphics is not None and default_graphics is not None and app_graphics < default_graphics:
+        capped = True
+    reasons = [r for r in gpu.throttle_reasons if r != CLOCK_SETTING_REASON]
+    if capped:
+        reasons.append(CLOCK_SETTING_REASON)
+    gpu.throttle_reasons = reasons
 
 
 def _accounting(gpus: list[GpuState], on: bool, euid: int) -> ToolResult:
