@@ -27,12 +27,39 @@ def sim() -> None:
 @click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file to write.")
 @click.option("--host", default=None, help="Host name the simulated node reports.")
 @click.option("--force", is_flag=True, help="Overwrite an existing state file.")
-def sim_init(fixture: str, state_path: str, host: str | None, force: bool) -> None:
-    """Create a simulated node's state file (and its configuration files) from a fixture."""
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="An existing node's state file: put the new node on its fabric (each reaches the other by host name). "
+    "Repeatable.",
+)
+def sim_init(fixture: str, state_path: str, host: str | None, force: bool, peers: tuple[str, ...]) -> None:
+    """Create a simulated node's state file (and its configuration files) from a fixture.
+
+    With --peer, the two nodes share one fabric: `ib_write_bw -d mlx5_0 HOST` on one measures against the
+    other (docs/EAST_WEST.md).
+    """
     from assessor.sim.node_init import init_node
 
+    if peers:
+        from assessor.errors import InputError
+        from assessor.sim.state import load_state
+
+        if host is None:
+            raise InputError("--peer needs --host: two nodes on one fabric need two names")
+        for peer in peers:
+            if load_state(peer).host.lower() == host.lower():
+                raise InputError(f"{peer} is already named {host}: give the new node another name (--host)")
     for line in init_node(fixture, state_path, host=host, force=force):
         click.echo(_shown(line))
+    if peers:
+        from assessor.sim.peers import join
+
+        for peer in peers:
+            mine, theirs = join(state_path, peer)
+            click.echo(_shown(f"{mine} and {theirs} are on one fabric (each is the other's peer)"))
 
 
 @sim.command("shell", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

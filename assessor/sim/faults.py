@@ -32,6 +32,7 @@ from assessor.sim.bmc_faults import FAULTS as BMC_FAULTS
 from assessor.sim.container_faults import FAULTS as CONTAINER_FAULTS
 from assessor.sim.dcgm_faults import FAULTS as DCGM_FAULTS
 from assessor.sim.package_faults import KERNEL_UPDATE_NO_DKMS
+from assessor.sim.peer_faults import CONDITIONS as PEER_CONDITIONS
 from assessor.sim.slurm_faults import CONDITIONS as SLURM_CONDITIONS
 from assessor.sim.slurm_faults import FAULTS as SLURM_FAULTS
 from assessor.sim.state import GpuProcess, GpuState, IbHcaState, NodeState, ServiceState
@@ -1012,6 +1013,9 @@ FAULTS.update({spec[0]: Fault(*spec) for spec in CONTAINER_FAULTS})
 # The Slurm cluster on the node (a condition) and its faults live in their own module.
 FAULTS.update({spec[0]: Fault(*spec) for spec in SLURM_FAULTS})
 CONDITIONS.update({spec[0]: Fault(*spec) for spec in SLURM_CONDITIONS})
+
+# The peer node a lab measures east-west against (a condition) lives in its own module.
+CONDITIONS.update({spec[0]: Fault(*spec) for spec in PEER_CONDITIONS})
 
 # The BMC's faults live in their own module.
 FAULTS.update({spec[0]: Fault(*spec) for spec in BMC_FAULTS})

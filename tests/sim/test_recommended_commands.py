@@ -169,6 +169,9 @@ _PLACEHOLDERS = {
     "-cgi ...": "-cgi 9",
     "<plugin>": "2",
     "<fault>": "dcgm-stopped",
+    "<min>,<max>": "210,1980",  # an H100's lowest and highest graphics clocks (SUPPORTED_CLOCKS)
+    "<mem>,<graphics>": "2619,1980",
+    "<watts>": "700",
 }
 
 

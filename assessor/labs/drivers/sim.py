@@ -124,9 +124,11 @@ def reset_file(lab: Lab, path: Path) -> list[str]:
     or the ``/usr`` layer, is gone."""
     from assessor.sim.config_root import populate, root_for_state
     from assessor.sim.machine.enter import stop
+    from assessor.sim.peers import leave_fabric
     from assessor.sim.state import locked, save_state
 
     stop(path)  # a running node is re-imaged: its shells end, the next `gpulab sim shell` boots it afresh
+    leave_fabric(path)  # and leaves any fabric: a lab that wants a peer makes a fresh one (peer-node)
     with locked(path):
         state = fixture_state(lab, path)
         save_state(state, path)

@@ -84,9 +84,13 @@ def tflops_per_gpu(state: NodeState, gpus: list[GpuState]) -> float:
 
 def mpirun(args: list[str], session: Session) -> ToolResult:
     """Open MPI's ``mpirun`` on one node: ``-np N`` ranks of the program, told their number as Open MPI tells
-    them (``OMPI_COMM_WORLD_SIZE``). Options without a bearing on one node are accepted and ignored."""
-    with_value = {"--bind-to", "--map-by", "--mca", "-H", "--host", "--hostfile", "-hostfile", "--rank-by"}
+    them (``OMPI_COMM_WORLD_SIZE``). Options without a bearing on one node are accepted and ignored. An
+    nccl-test with ``-H`` naming other nodes runs over this node and its peers (:mod:`.nccl_nodes`)."""
+    with_value = {"--bind-to", "--map-by", "--mca", "-H", "--host", "--hostfile", "-hostfile", "--rank-by", "-N"}
+    with_value |= {"-npernode", "--npernode"}
     ranks = 1
+    ranks_given = False
+    hosts: str | None = None
     env = dict(session.env)
     i = 0
     while i < len(args) and args[i].startswith("-"):
@@ -94,7 +98,7 @@ def mpirun(args: list[str], session: Session) -> ToolResult:
         if arg in ("-np", "-n", "--np", "-c"):
             if i + 1 >= len(args) or not args[i + 1].isdigit():
                 return ToolResult(1, "", f"mpirun: {arg} needs a number of processes\n")
-            ranks, i = int(args[i + 1]), i + 2
+            ranks, i, ranks_given = int(args[i + 1]), i + 2, True
             continue
         if arg == "-x" and i + 1 < len(args):
             name, _, value = args[i + 1].partition("=")
@@ -105,13 +109,21 @@ def mpirun(args: list[str], session: Session) -> ToolResult:
         if arg == "--mca":
             i += 3
             continue
-        i += 2 if arg in with_value else 1
+        if arg in ("-H", "--host", "-host") and i + 1 < len(args):
+            hosts = args[i + 1]  # the nodes the ranks go to
+        i += 2 if arg in with_value or arg == "-host" else 1
     if i >= len(args):
         return ToolResult(1, "", "mpirun: no executable was specified\n")
     if ranks < 1:
         return ToolResult(1, "", "mpirun: the number of processes must be at least 1\n")
     env["OMPI_COMM_WORLD_SIZE"] = str(ranks)
     inner = Session(session.state, session.path, env, session.euid)
+    if hosts:
+        from assessor.sim.tools.nccl_nodes import over_nodes
+
+        spanned = over_nodes(args[i:], inner, hosts, ranks if ranks_given else None)
+        if spanned is not None:  # nccl-tests over this node and its peers
+            return spanned
     outcome = run_tool(args[i:], inner)
     if outcome.exit_code == 127:
         return ToolResult(

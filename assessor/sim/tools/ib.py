@@ -9,6 +9,8 @@ fault) says, including the values a real Down or unconfigured port shows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from assessor.sim.state import IbHcaState, IbPortState, NodeState
 from assessor.sim.tools import Session, ToolResult
 from assessor.sim.tools.nccl import dmabuf_supported
@@ -546,6 +548,72 @@ def _lat_row(size: int, iters: int, verb: str, peak_gbits: float) -> str:
     )
 
 
+_PERFTEST_PORT = 18515  # perftest's default TCP port for the out-of-band exchange (-p)
+
+
+@dataclass(frozen=True)
+class _FarEnd:
+    """The server end of a client run on a peer node: its state, and the HCA and port its server listens on."""
+
+    state: NodeState
+    hca: IbHcaState
+    port: IbPortState
+
+
+def _no_server(host: str) -> ToolResult:
+    """The client's words when nothing listens at ``host`` (linux-rdma/perftest#228, as that fix prints them)."""
+    return ToolResult(
+        1,
+        "",
+        f"Couldn't connect to {host}:{_PERFTEST_PORT}\nUnable to open file descriptor for socket connection\n"
+        " Unable to init the socket connection\n",
+    )
+
+
+def _reach(session: Session, state: NodeState, host: str, device: str, port_no: int) -> _FarEnd | ToolResult | None:
+    """The far end of a client run against ``host``: a peer node's server (:mod:`assessor.sim.peers`), the
+    real tool's failure when the node is on a fabric and nothing answers there, or None for a node alone (its
+    far end imagined from the local node, as before peers existed).
+
+    The server is taken to run on the peer's HCA of the same name and port (one rail to its twin), as the
+    usual ``ib_write_bw -d mlx5_N`` on both ends does. A server whose port is not Active never started.
+    """
+    from assessor.sim.peers import is_local, peer_state
+
+    if is_local(state, host):
+        return None
+    on_fabric, peer = peer_state(session.path, host)
+    if not on_fabric:
+        return None
+    if peer is None:
+        from assessor.sim.peers import read_peers
+
+        if host.lower() not in (read_peers(session.path) or {}):
+            # getaddrinfo() fails: perftest prints gai_strerror(EAI_NONAME) for the host and port
+            return ToolResult(
+                1,
+                "",
+                f"Name or service not known for {host}:{_PERFTEST_PORT}\n"
+                "Unable to open file descriptor for socket connection\n Unable to init the socket connection\n",
+            )
+        return _no_server(host)  # a peer whose state cannot be read: the machine is not there
+    far_hca = next((h for h in peer.ib_hcas if h.name == device), None)
+    far_port = next((p for p in far_hca.ports if p.port == port_no), None) if far_hca else None
+    if far_hca is None or far_port is None or far_port.state != "Active":
+        return _no_server(host)
+    if not peer.module_loaded("ib_core") or not peer.module_loaded("mlx5_ib"):
+        return _no_server(host)
+    return _FarEnd(peer, far_hca, far_port)
+
+
+def _gpu_registers(state: NodeState, use_cuda: str, *, dmabuf: bool) -> bool:
+    """Whether ``state`` can give the HCA GPU ``use_cuda``'s memory: the GPU is there, and nvidia_peermem is
+    loaded (or, with --use_cuda_dmabuf, DMA-BUF is supported)."""
+    if not use_cuda.isdigit() or not any(g.index == int(use_cuda) and not g.lost for g in state.gpus):
+        return False
+    return dmabuf_supported(state) if dmabuf else state.module_loaded("nvidia_peermem")
+
+
 def _perftest(args: list[str], session: Session, verb: str, *, latency: bool) -> ToolResult:
     """One perftest client: ``verb`` is perftest's name for it (RDMA_Write, RDMA_Read, Send)."""
     state = session.read()
@@ -608,6 +676,12 @@ def _perftest(args: list[str], session: Session, verb: str, *, latency: bool) ->
             f" Port number {port_no} state is {words.get(port.state, port.state)}\n"
             " Couldn't set the link layer\n Couldn't get context for the device\n",
         )
+    far: _FarEnd | None = None
+    if server is not None:
+        reached = _reach(session, state, server, hca.name, port_no)
+        if isinstance(reached, ToolResult):
+            return reached
+        far = reached
     gpudirect = use_cuda is not None
     if gpudirect:
         gpu_ok = (
@@ -626,7 +700,19 @@ def _perftest(args: list[str], session: Session, verb: str, *, latency: bool) ->
                 f"initializing CUDA\nusing CUDA device {use_cuda}\nallocated {size * 2} bytes of GPU buffer\n",
                 "Couldn't allocate MR\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n",
             )
+    if far is not None and gpudirect and not _gpu_registers(far.state, use_cuda or "0", dmabuf=use_dmabuf):
+        # The server on the peer (started with the same --use_cuda) could not register its GPU buffer and
+        # exited after the client connected: the key exchange finds the socket closed.
+        return ToolResult(
+            1,
+            "",
+            "ethernet_read_keys: Couldn't read remote address\n Unable to read from socket/rdma_cm\n"
+            "Failed to exchange data between server and clients\n",
+        )
     peak = write_bw_peak_gbits(state, hca, port, gpudirect=gpudirect)
+    if far is not None:
+        # East-west: the slower of the two ends sets the pace.
+        peak = min(peak, write_bw_peak_gbits(far.state, far.hca, far.port, gpudirect=gpudirect))
     sizes = [2**k for k in range(1, 24)] if sweep else [size]
     link = "IB" if port.link_layer == "InfiniBand" else "Ethernet"
     unit = "Gb/sec" if gbits else "MB/sec"
@@ -661,12 +747,16 @@ def _perftest(args: list[str], session: Session, verb: str, *, latency: bool) ->
         f"RKey {seed % 0xFFFFF:#08x} VAddr {0x7F0000000000 + seed % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     remote_lid = local_lid + 1 if server not in (None, "localhost", "127.0.0.1") else local_lid
+    remote_seed = seed >> 3
+    if far is not None:
+        remote_lid = far.port.base_lid
+        remote_seed = int(hashlib.sha256(f"{far.state.host}:{far.hca.name}".encode()).hexdigest()[:8], 16)
     if link == "Ethernet":
         remote_lid = 0  # RoCE has no LIDs: both ends print 0000
     out.append(
-        f" remote address: LID {_c_hex(remote_lid, 4)} QPN {(seed >> 3) % 0xFFFF:#06x} "
-        f"PSN {(seed >> 5) % 0xFFFFFF:#08x}{out_field} "
-        f"RKey {(seed >> 7) % 0xFFFFF:#08x} VAddr {0x7F0000000000 + (seed >> 2) % 0xFFFFFFF * 0x1000:#016x}\n"
+        f" remote address: LID {_c_hex(remote_lid, 4)} QPN {remote_seed % 0xFFFF:#06x} "
+        f"PSN {(remote_seed >> 2) % 0xFFFFFF:#08x}{out_field} "
+        f"RKey {(remote_seed >> 4) % 0xFFFFF:#08x} VAddr {0x7F0000000000 + (seed >> 2) % 0xFFFFFFF * 0x1000:#016x}\n"
     )
     out.append(_RULE)
     if latency:

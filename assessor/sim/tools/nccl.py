@@ -354,6 +354,24 @@ def _header(opts: _Options) -> str:
     )
 
 
+def cuda_problem(state: NodeState) -> str | None:
+    """Why CUDA cannot start on this node (the message of the CUDA error nccl-tests prints), or None."""
+    drv = state.driver
+    if not drv.loaded or not state.module_loaded("nvidia"):
+        return "CUDA driver version is insufficient for CUDA runtime version"
+    if drv.version != drv.kernel_module_version:
+        return "system has unsupported display driver / cuda driver combination"
+    if any(g.fabric_state not in (None, "Completed") for g in state.gpus):
+        # NVSwitch systems: CUDA refuses to start until the fabric manager has trained the fabric.
+        return "system not yet initialized"
+    return None
+
+
+def usable_gpus(state: NodeState) -> list[GpuState]:
+    """The GPUs a CUDA process sees whole: not lost, not in MIG mode."""
+    return [g for g in state.gpus if not g.lost and not g.mig_mode_current]
+
+
 def _run(program: str, args: list[str], session: Session) -> ToolResult:
     state = session.read()
     parsed = _parse_args(args, program)
@@ -361,17 +379,12 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
         return ToolResult(1, "", parsed + "\n")
     opts = parsed
     env = merged_env(state, session.env, session.root())
-    drv = state.driver
     # The header comes first; CUDA fails on the first device it opens, before that device's rank line.
     started = _version_lines(state, program) + _header(opts) + "#\n# Using devices\n"
-    if not drv.loaded or not state.module_loaded("nvidia"):
-        return _cuda_failure(state, "CUDA driver version is insufficient for CUDA runtime version", started)
-    if drv.version != drv.kernel_module_version:
-        return _cuda_failure(state, "system has unsupported display driver / cuda driver combination", started)
-    if any(g.fabric_state not in (None, "Completed") for g in state.gpus):
-        # NVSwitch systems: CUDA refuses to start until the fabric manager has trained the fabric.
-        return _cuda_failure(state, "system not yet initialized", started)
-    visible = [g for g in state.gpus if not g.lost and not g.mig_mode_current]
+    problem = cuda_problem(state)
+    if problem is not None:
+        return _cuda_failure(state, problem, started)
+    visible = usable_gpus(state)
     nranks = opts.ngpus * opts.nthreads
     if nranks < 1 or nranks > len(visible):
         return _cuda_failure(state, "invalid device ordinal", started)
@@ -383,7 +396,6 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
             f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {state.host:>10} device {g.index:2d} "
             f"[{_bus_tests(g)}] {g.name}\n"
         )
-    word = _TYPE_BYTES[opts.dtype]
     memory = min(g.memory_total_mib for g in gpus) * 1024**2
     # send + receive buffers, plus the expected-result buffer when checking.
     needed = opts.max_bytes * (3 if opts.check else 2)
@@ -393,6 +405,25 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     peak, path = peak_busbw(state, gpus, env, test=program)
     if debug:
         out.extend(_info_lines(state, gpus, env, pid, path))
+    rows, busbws = table(program, opts, state.host, peak, nranks, _LATENCY_US.get(path, 40.0))
+    out.extend(rows)
+    if debug:
+        for rank, g in enumerate(gpus):
+            out.append(
+                f"{state.host}:{pid}:{pid} [{rank}] NCCL INFO comm {_comm(state, rank)} rank {rank} "
+                f"nranks {nranks} cudaDev {rank} busId {_bus_id_short(g)} - Destroy COMPLETE\n"
+            )
+    out.append(footer(program, busbws))
+    return ToolResult(0, "".join(out))
+
+
+def table(
+    program: str, opts: _Options, host: str, peak: float, nranks: int, latency: float
+) -> tuple[list[str], list[float]]:
+    """The result table of ``program`` (its three header lines and one row per size) at a peak busbw of
+    ``peak`` GB/s over ``nranks`` ranks, and the busbw of every cell (for the average)."""
+    out: list[str] = []
+    word = _TYPE_BYTES[opts.dtype]
     out.append("#\n")
     out.append(
         "#                                                              out-of-place                       "
@@ -410,7 +441,6 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
     factor = coll.factor(nranks)
     redop = opts.op if coll.reduces else "none"
     root = opts.root if coll.rooted else -1
-    latency = _LATENCY_US.get(path, 40.0)
     busbws: list[float] = []
     for size in _sizes(opts):
         per = word * (nranks if coll.per_rank else 1)
@@ -420,31 +450,31 @@ def _run(program: str, args: list[str], session: Session) -> ToolResult:
         row = f"{size_rounded:12d}  {count_shown:12d}  {opts.dtype:>8}  {redop:>6}  {root:6d}"
         for block in ("oop", "ip"):
             if size_rounded == 0 or nranks == 1:
-                t = latency * 0.1 * _jitter(state.host, program, size, block) if nranks == 1 else 0.1
+                t = latency * 0.1 * _jitter(host, program, size, block) if nranks == 1 else 0.1
                 algbw = size_rounded / 1e3 / t if t else 0.0
                 bus = algbw * factor
             else:
                 alg_peak = peak / factor if factor else peak
                 t = latency + size_rounded / (alg_peak * 1e3 * efficiency(size_rounded))
-                t *= _jitter(state.host, program, size_rounded, block)
+                t *= _jitter(host, program, size_rounded, block)
                 algbw = size_rounded / 1e3 / t
                 bus = algbw * factor
             busbws.append(bus)
             wrong = "0" if opts.check else "N/A"
             row += f"  {_time_str(t)}  {algbw:6.2f}  {bus:6.2f}  {wrong:>6}"  # 2.17+: #wrong is 6 wide
         out.append(row + "\n")
-    if debug:
-        for rank, g in enumerate(gpus):
-            out.append(
-                f"{state.host}:{pid}:{pid} [{rank}] NCCL INFO comm {_comm(state, rank)} rank {rank} "
-                f"nranks {nranks} cudaDev {rank} busId {_bus_id_short(g)} - Destroy COMPLETE\n"
-            )
+    return out, busbws
+
+
+def footer(program: str, busbws: list[float]) -> str:
+    """nccl-tests' closing lines: out-of-bounds values, the average busbw, the end of the test."""
     average = sum(busbws) / len(busbws) if busbws else 0.0
-    out.append("# Out of bounds values : 0 OK\n")
-    out.append(f"# Avg bus bandwidth    : {average:g} \n")
-    out.append("#\n")
-    out.append(f"# Collective test concluded: {program}\n")
-    return ToolResult(0, "".join(out))
+    return (
+        "# Out of bounds values : 0 OK\n"
+        f"# Avg bus bandwidth    : {average:g} \n"
+        "#\n"
+        f"# Collective test concluded: {program}\n"
+    )
 
 
 def _program(name: str) -> Callable[[list[str], Session], ToolResult]:
