@@ -134,10 +134,9 @@ def test_the_ncp_aii_node_tasks_are_covered() -> None:
 # leave the list. Each stays in the catalogue: `gpulab assess` runs it (with no profile, every check runs).
 UNGRADED = {
     "ib.write_bw": (
-        "perftest measures between two nodes (a server on a peer, the client here): a lab grade captures one node, "
-        "whose active tests (nccl, dcgm, hpl, nvbandwidth, mlxlink) run on it alone, so no lab's end state has an "
-        "ib_write_bw result to read (the simulated client could run alone, GPUDirect included: a simulator-only "
-        "active test would let ib-301 grade it; not built)"
+        "perftest measures between two nodes (a server on a peer, the client here): a lab grade captures one node "
+        "and starts no server on another, so no lab's end state has an ib_write_bw result to read; candidates run "
+        "it by hand against a simulated peer (nccl-404's twin, docs/EAST_WEST.md), and fleets capture it"
     ),
     "nvbandwidth.host_device": (
         "a host-device copy follows the GPU's PCIe link alone, which only a physical fix (reseating the GPU) "
