@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 
@@ -40,18 +42,7 @@ import click
     "labs and the submitted exam sittings kept beside the attempts database, as `gpulab progress --exam` shows "
     "it; the study plan then aims at it.",
 )
-def report(
-    kind: str,
-    inputs: tuple[str, ...],
-    fmt: str | None,
-    out: str | None,
-    candidates: tuple[str, ...],
-    candidates_file: str | None,
-    cohort: str | None,
-    db: str | None,
-    lms: str | None,
-    exam: str | None,
-) -> None:
+def report(**options: Any) -> None:
     """Write a report from check results, grades or the attempts database.
 
     \b
@@ -71,7 +62,7 @@ def report(
     # A fleet's documents are millions of objects and no cycle: the cycle collector stays off until they are
     # freed (when _report returns), or its next pass walks every one of them (a tenth of a second at 10,000 hosts).
     with no_cycle_collection():
-        _report(kind, inputs, fmt, out, candidates, candidates_file, cohort, db, lms, exam)
+        _report(**options)
 
 
 def _report(

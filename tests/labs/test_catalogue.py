@@ -182,16 +182,9 @@ def test_a_ticket_names_what_the_findings_check_sees_on_the_started_node(
     # would count a check that the lab never exercises)
     from assessor.labs import capture as labcapture
     from assessor.labs import lifecycle
-    from assessor.sim.config_root import populate, root_for_state
-    from assessor.sim.fixtures import load_fixture
-    from assessor.sim.state import save_state
+    from tests.labs.test_walk import fresh_node
 
-    assert lab.fixture is not None
-    path = tmp_path / "node.json"
-    state = load_fixture(lab.fixture, host="lab-node", in_use=True)
-    save_state(state, path)
-    populate(root_for_state(path), state)
-    spec = f"mock:{path}"
+    spec = fresh_node(lab, tmp_path)
     spec_check = checks.REGISTRY[SEEN_AS[finding]]
     fresh = labcapture.capture_facts(lab, spec, timeout=60)
     # the fabric's own rate is the reference of a slow port (no table entry for every GPU's fabric)

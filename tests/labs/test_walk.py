@@ -52,14 +52,19 @@ def passes(lab: Lab, g: Grade) -> bool:
     return g.passed and guards_hold
 
 
-def started_node(lab: Lab, tmp_path: Path) -> str:
-    """`gpulab sim init --fixture F --state node.json` then `gpulab lab start`; the target spec."""
+def fresh_node(lab: Lab, tmp_path: Path) -> str:
+    """`gpulab sim init --fixture F --state node.json`: the target spec of a node of the lab's fixture."""
     assert lab.fixture is not None
     path = tmp_path / "node.json"
     state = load_fixture(lab.fixture, host="lab-node", in_use=True)
     save_state(state, path)
     populate(root_for_state(path), state)
-    spec = f"mock:{path}"
+    return f"mock:{path}"
+
+
+def started_node(lab: Lab, tmp_path: Path) -> str:
+    """`gpulab sim init --fixture F --state node.json` then `gpulab lab start`; the target spec."""
+    spec = fresh_node(lab, tmp_path)
     lifecycle.start(lab, spec)
     return spec
 
