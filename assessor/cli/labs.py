@@ -681,12 +681,6 @@ def lab_close(lab_id: str | None, candidate: str | None, db: str | None) -> None
 RECENT_ATTEMPTS = 20
 
 
-def _recent_and_flagged(history: list[Any]) -> list[Any]:
-    """The last :data:`RECENT_ATTEMPTS` attempts and every flagged one before them, oldest first."""
-    cut = max(0, len(history) - RECENT_ATTEMPTS)
-    return [a for a in history[:cut] if a.flags] + list(history[cut:])
-
-
 @click.command()
 @click.option("--candidate", help=_CANDIDATE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="History, levels and their explanations as JSON.")
@@ -711,7 +705,9 @@ def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | N
 
     from assessor.labs import views
 
-    p = views.progress(candidate=candidate, db=db, exam=exam)
+    p = views.progress(
+        candidate=candidate, db=db, exam=exam, recent=None if as_json or whole_history else RECENT_ATTEMPTS
+    )
     who, history, result, mismatches, summaries = p.candidate, p.history, p.levels, p.mismatches, p.summaries
     if as_json:
         from assessor.reports.documents import progress_document
@@ -734,11 +730,11 @@ def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | N
     from rich.text import Text
 
     console = _console()
-    if history:
-        shown = history if whole_history else _recent_and_flagged(history)
+    if p.total:
+        shown = history  # every attempt, or the last ones and every flagged one before them
         title = Text.assemble("attempts of ", _text(who))
-        if len(shown) < len(history):
-            title.append(f" (the last {RECENT_ATTEMPTS} and the flagged ones: {len(shown)} of {len(history)})")
+        if len(shown) < p.total:
+            title.append(f" (the last {RECENT_ATTEMPTS} and the flagged ones: {len(shown)} of {p.total})")
         table = Table(title=title, title_justify="left")
         for col in ("graded (UTC)", "lab", "score", "result", "host", "flags"):
             table.add_column(col, overflow="fold")
@@ -753,8 +749,8 @@ def progress(candidate: str | None, as_json: bool, db: str | None, exam: str | N
                 _text("; ".join(a.flags)),
             )
         console.print(table)
-        if len(shown) < len(history):
-            console.print(f"{len(history) - len(shown)} earlier attempts: `gpulab progress --history` lists them all")
+        if len(shown) < p.total:
+            console.print(f"{p.total - len(shown)} earlier attempts: `gpulab progress --history` lists them all")
         per_lab = Table(title="best per lab (flagged attempts do not count)", title_justify="left")
         for col in ("lab", "best", "passed", "time taken", "hints used", "attempts", "flagged"):
             per_lab.add_column(col)

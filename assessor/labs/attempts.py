@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from assessor.errors import GpulabError
 
@@ -579,6 +579,23 @@ def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
     not hashed again (:func:`_verified`); the check of the rest is remembered for the next command
     (:func:`_remember_verified`), so a command costs the rows written since, not the whole database.
     """
+    return check_chain(conn).breaks
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    """What :func:`check_chain` found: the chain breaks (:func:`chain_breaks`) and, of the attempts rows up to
+    ``attempts_to``, those read with a flag of their own (:func:`_flagged_as_read`): every other row up to there
+    is on the chain or in ``breaks``, and reads with no flag but a chain break's."""
+
+    breaks: dict[tuple[str, int], str]
+    attempts_to: int = 0
+    flagged: frozenset[int] = frozenset()
+
+
+def check_chain(conn: sqlite3.Connection) -> ChainCheck:
+    """:func:`chain_breaks`, with which attempts rows read with a flag of their own (kept with the rows the
+    head record vouches for, so a command reads only the rows written since)."""
     path = _db_file(conn)
     head = read_head(path) if path is not None else None
     known = _verified(head, _files_stamp(path)) if path is not None else {}
@@ -587,14 +604,22 @@ def chain_breaks(conn: sqlite3.Connection) -> dict[tuple[str, int], str]:
         out[("head", -n)] = why
     if not out and path is not None and _vouchable(tails) != known:
         _remember_verified(conn, path, tails)
-    return out
+    checked = tails.get("attempts", {})
+    return ChainCheck(out, int(checked.get("last_id", 0)), frozenset(checked.get("flagged", ())))
+
+
+def _flagged_as_read(row: sqlite3.Row) -> bool:
+    """Whether an attempts row reads with a flag of its own (:func:`_attempt`: written with one, or a value
+    gpulab did not write), its place on the chain aside."""
+    return bool(_attempt(row).flags)
 
 
 def _check_chains(
     conn: sqlite3.Connection, known: Mapping[str, Mapping[str, Any]]
 ) -> tuple[dict[tuple[str, int], str], dict[str, dict[str, Any]]]:
     """The chain breaks of every chained table, each checked from the row ``known`` vouches for (when that row
-    is still there with the hash it had), else from its first row; and each table's last checked row."""
+    is still there with the hash it had), else from its first row; and each table's last checked row (the
+    attempts table's with the rows checked that read with a flag of their own: ``flagged``)."""
     out: dict[tuple[str, int], str] = {}
     tails: dict[str, dict[str, Any]] = {}
     tables = _tables(conn)
@@ -603,12 +628,14 @@ def _check_chains(
             continue
         chained = {"prev_hash", "row_hash"} <= set(_columns(conn, table))
         prev, after = "", 0
+        flagged: list[int] = []
         vouched = known.get(table)
         if chained and vouched:
             row = conn.execute(f"SELECT row_hash FROM {table} WHERE id = ?", (vouched.get("last_id"),)).fetchone()
             if row is not None and row[0] == vouched.get("last_hash"):
                 prev, after = str(row[0]), int(vouched["last_id"])
-        last = {"last_id": after, "last_hash": prev}
+                flagged = list(vouched.get("flagged", ()))
+        last: dict[str, Any] = {"last_id": after, "last_hash": prev}
         for row in conn.execute(f"SELECT * FROM {table} WHERE id > ? ORDER BY id", (after,)).fetchall():
             values = dict(row)
             if not chained:
@@ -617,8 +644,12 @@ def _check_chains(
             why = _row_break(prev, values, table)
             if why is not None:
                 out[(table, values["id"])] = why
+            if table == "attempts" and _flagged_as_read(row):
+                flagged.append(values["id"])
             prev = values["row_hash"] if isinstance(values["row_hash"], str) else ""
             last = {"last_id": values["id"], "last_hash": prev}
+        if table == "attempts" and chained:
+            last["flagged"] = flagged
         tails[table] = last
     return out, tails
 
@@ -651,12 +682,22 @@ def _verified(head: Mapping[str, Any] | None, stamp: list[int]) -> dict[str, dic
 
 
 def _vouchable(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The tables of ``tables`` (table -> last checked row) that name a row: an empty table vouches for nothing."""
+    """The tables of ``tables`` (table -> last checked row) that name a row: an empty table vouches for nothing,
+    nor an attempts table without the list of its rows that read flagged (a head record of an older gpulab)."""
     return {
         t: dict(v)
         for t, v in tables.items()
-        if t in CHAINED and isinstance(v, dict) and isinstance(v.get("last_id"), int) and v["last_id"] > 0
+        if t in CHAINED
+        and isinstance(v, dict)
+        and isinstance(v.get("last_id"), int)
+        and v["last_id"] > 0
+        and (t != "attempts" or _row_ids(v.get("flagged")))
     }
+
+
+def _row_ids(value: Any) -> bool:
+    """Whether ``value`` is a list of row ids (as the head record keeps the attempts rows that read flagged)."""
+    return isinstance(value, list) and all(type(x) is int for x in value)
 
 
 def _remember_verified(conn: sqlite3.Connection, db: Path, tails: dict[str, dict[str, Any]]) -> None:
@@ -1217,11 +1258,18 @@ def _attempt(row: sqlite3.Row, broken: str | None = None) -> Attempt:
     return Attempt(**values, flags=tuple(flags))
 
 
-def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str | None = None) -> list[Attempt]:
+def attempts(
+    conn: sqlite3.Connection,
+    candidate: str | None = None,
+    lab_id: str | None = None,
+    *,
+    breaks: Mapping[tuple[str, int], str] | None = None,
+) -> list[Attempt]:
     """Attempts, oldest first, optionally of one candidate and/or one lab.
 
     A row edited by hand since gpulab wrote it (its chained hash no longer matches) carries the flag
-    "attempts database edited by hand" with the reason.
+    "attempts database edited by hand" with the reason. ``breaks``: :func:`chain_breaks` already found by the
+    caller (None: found here).
     """
     sql, args = "SELECT * FROM attempts WHERE 1=1", []
     if candidate is not None:
@@ -1236,8 +1284,133 @@ def attempts(conn: sqlite3.Connection, candidate: str | None = None, lab_id: str
         where = _db_file(conn) or "attempts database"
         what = f"the attempts table has no {missing[0]} column" if columns else "no such table: attempts"
         raise DatabaseError(f"{where}: {DB_EDITED}: {what}")
-    breaks = {row_id: why for (table, row_id), why in chain_breaks(conn).items() if table == "attempts"}
-    return [_attempt(r, breaks.get(r["id"])) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
+    broken = _broken_attempts(conn, breaks)
+    return [_attempt(r, broken.get(r["id"])) for r in conn.execute(sql + " ORDER BY graded_at, id", args)]
+
+
+def _broken_attempts(conn: sqlite3.Connection, breaks: Mapping[tuple[str, int], str] | None) -> dict[int, str]:
+    """The attempts rows off the hash chain: row id -> why (``breaks``: :func:`chain_breaks`, None: found now)."""
+    found = chain_breaks(conn) if breaks is None else breaks
+    return {row_id: why for (table, row_id), why in found.items() if table == "attempts"}
+
+
+# ---- a candidate's attempts without decoding every row ----------------------------------------------------
+#
+# `gpulab progress` and `gpulab lab list` need, of each attempt, its lab, time, score, result, hints, time taken,
+# machine and whether it is flagged; only the attempts a table shows need everything. The chain check tells the
+# rows that read with no flag (:class:`ChainCheck`: each row read once, when it is first checked, and remembered
+# in the head record while the files stand as they did); SQLite tells, on every command, that such a row has no
+# flag written with it and plain columns of the types gpulab writes (:data:`_PLAIN_AS_WRITTEN`): those columns
+# are taken as they are. Every other row (flagged, off the chain, written after the check, or a value of another
+# type) is read in full by :func:`_attempt`, so what is shown and counted is what the whole history gives.
+
+_TRIED_COLUMNS = ("id", "lab_id", "graded_at", "percent", "passed", "hints_used", "time_taken_s", "machine", "host")
+# SQL true when a row has no flag written with it and its plain columns hold the types gpulab writes (a number
+# finite, a result 0 or 1): checked on every command, so a head record edited by hand cannot hide a flag
+_PLAIN_AS_WRITTEN = " AND ".join(
+    (
+        "flags IS '[]'",
+        "typeof(lab_id) = 'text'",
+        "typeof(graded_at) = 'text'",
+        "typeof(percent) IN ('integer', 'real') AND abs(percent) <= 1.7976931348623157e308",
+        "typeof(passed) = 'integer' AND passed IN (0, 1)",
+        "typeof(hints_used) IN ('integer', 'null')",
+        "typeof(time_taken_s) IN ('integer', 'null')",
+        "typeof(machine) = 'text'",
+        "typeof(host) IN ('text', 'null')",
+    )
+)
+
+
+class Tried(NamedTuple):
+    """An attempt that is surely as gpulab wrote it and carries no flag, with only what a summary reads of it."""
+
+    id: int
+    lab_id: str
+    graded_at: str
+    percent: float
+    passed: bool
+    hints_used: int | None
+    time_taken_s: int | None
+    machine: str
+    host: str | None
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def recorded(self) -> bool:
+        return True
+
+
+def tried(conn: sqlite3.Connection, candidate: str, *, check: ChainCheck | None = None) -> list[Tried | Attempt]:
+    """The candidate's attempts, oldest first, as :func:`attempts` orders them: a :class:`Tried` for each row
+    the chain check found unflagged (``check``: :func:`check_chain` already made; None: made here) whose plain
+    columns are as gpulab writes them (:data:`_PLAIN_AS_WRITTEN`), an :class:`Attempt` read in full for every
+    other. Summaries made of it (:func:`best`, :func:`lab_summaries`,
+    :func:`machine_mismatches`) are those of the full history."""
+    check = check_chain(conn) if check is None else check
+    if not {*_TRIED_COLUMNS, "flags"} <= set(_columns(conn, "attempts")):  # edited by hand: every row in full
+        return list(attempts(conn, candidate=candidate, breaks=check.breaks))
+    broken = _broken_attempts(conn, check.breaks)
+    cur = conn.cursor()
+    cur.row_factory = None
+    cur.execute(
+        f"SELECT {', '.join(_TRIED_COLUMNS)}, {_PLAIN_AS_WRITTEN} FROM attempts WHERE candidate = ?"
+        " ORDER BY graded_at, id",
+        (candidate,),
+    )
+    out: list[Tried | Attempt] = []
+    doubtful: dict[int, int] = {}  # row id -> its place in ``out``
+    for row in cur.fetchall():
+        row_id = row[0]
+        if row[9] == 1 and row_id <= check.attempts_to and row_id not in check.flagged and row_id not in broken:
+            out.append(Tried(row_id, row[1], row[2], float(row[3]), bool(row[4]), *row[5:9]))
+        else:
+            doubtful[row_id] = len(out)
+            out.append(Tried(*row[:9]))  # replaced below by the row read in full
+    for row_id, a in read_in_full(conn, list(doubtful), broken).items():
+        out[doubtful[row_id]] = a
+    return out
+
+
+def read_in_full(
+    conn: sqlite3.Connection, ids: list[int], broken: Mapping[int, str] | None = None
+) -> dict[int, Attempt]:
+    """The attempts rows ``ids`` read in full (:func:`_attempt`), by id; ``broken``: the rows off the hash chain
+    (:func:`chain_breaks`, attempts rows only; None: found here)."""
+    if broken is None:
+        broken = _broken_attempts(conn, None)
+    out: dict[int, Attempt] = {}
+    for first in range(0, len(ids), 500):
+        part = ids[first : first + 500]
+        sql = f"SELECT * FROM attempts WHERE id IN ({', '.join('?' for _ in part)})"
+        for r in conn.execute(sql, part):
+            out[r["id"]] = _attempt(r, broken.get(r["id"]))
+    return out
+
+
+@dataclass(frozen=True)
+class Overview:
+    """A candidate's attempts as `gpulab progress` shows them: how many, the ones its table lists read in full,
+    and every attempt as a summary reads it (:func:`tried`)."""
+
+    total: int
+    shown: list[Attempt]  # the last ``recent`` and every flagged one before them, oldest first
+    every: list[Tried | Attempt]
+
+
+def overview(conn: sqlite3.Connection, candidate: str, recent: int, *, check: ChainCheck | None = None) -> Overview:
+    """The candidate's attempts, with the last ``recent`` and every flagged one before them read in full
+    (``check``: :func:`check_chain` already made; None: made here)."""
+    check = check_chain(conn) if check is None else check
+    every = tried(conn, candidate, check=check)
+    cut = max(0, len(every) - recent)
+    picked = [a for a in every[:cut] if a.flags] + every[cut:]
+    full = read_in_full(conn, [a.id for a in picked if isinstance(a, Tried)], _broken_attempts(conn, check.breaks))
+    shown = [full[a.id] if isinstance(a, Tried) else a for a in picked]
+    return Overview(len(every), shown, every)
 
 
 class Countable(Protocol):
@@ -1268,6 +1441,22 @@ class Graded(Countable, Protocol):
     def passed(self) -> bool: ...
 
 
+class Summarised(Graded, Protocol):
+    """What a lab's summary and the machines seen read of an attempt: an :class:`Attempt` or a :class:`Tried`."""
+
+    @property
+    def hints_used(self) -> int | None: ...
+
+    @property
+    def time_taken_s(self) -> int | None: ...
+
+    @property
+    def machine(self) -> str: ...
+
+    @property
+    def host(self) -> str | None: ...
+
+
 _G = TypeVar("_G", bound=Graded)
 
 
@@ -1292,7 +1481,7 @@ def best(attempts_: Iterable[_G]) -> dict[str, _G]:
     return out
 
 
-def machine_mismatches(attempts_: list[Attempt]) -> dict[str, list[str]]:
+def machine_mismatches(attempts_: Iterable[Summarised]) -> dict[str, list[str]]:
     """Labs whose attempts (of one candidate) came from more than one machine: lab id -> the hosts/keys seen.
 
     Design labs have no machine (empty key) and never count.
@@ -1404,14 +1593,20 @@ def design_solved(conn: sqlite3.Connection, lab_id: str, candidate: str, start: 
 # ---- the candidate's view -------------------------------------------------------------------------------
 
 
-def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> dict[str, dict[str, Any]]:
+def lab_states(
+    conn: sqlite3.Connection,
+    candidate: str,
+    lab_ids: list[str],
+    *,
+    check: ChainCheck | None = None,
+) -> dict[str, dict[str, Any]]:
     """Each lab's state for the candidate: ``not started``, ``started`` (open, no pass yet), ``passed`` or
     ``not passed`` (graded, not passed, no open start), with the best score (flagged attempts do not count)."""
     from collections import Counter
 
-    history = attempts(conn, candidate=candidate)
+    history = tried(conn, candidate, check=check)
     top = best(history)
-    tried = Counter(h.lab_id for h in history)
+    tries = Counter(h.lab_id for h in history)
     out: dict[str, dict[str, Any]] = {}
     for lab_id in lab_ids:
         a = top.get(lab_id)
@@ -1427,7 +1622,7 @@ def lab_states(conn: sqlite3.Connection, candidate: str, lab_ids: list[str]) -> 
         out[lab_id] = {
             "state": state,
             "best_percent": a.percent if a else None,
-            "attempts": tried[lab_id],
+            "attempts": tries[lab_id],
         }
     return out
 
@@ -1458,13 +1653,17 @@ def status(
     return out
 
 
-def lab_summaries(attempts_: list[Attempt]) -> dict[str, dict[str, Any]]:
+def lab_summaries(attempts_: Iterable[Summarised]) -> dict[str, dict[str, Any]]:
     """Per lab: best score, passed, time taken by the best attempt, attempts, hints used (most of any
     attempt), flagged attempts; flagged attempts are never the best."""
-    top = best(attempts_)
+    every = list(attempts_)
+    top = best(every)
+    by_lab: dict[str, list[Summarised]] = {}
+    for a in every:
+        by_lab.setdefault(a.lab_id, []).append(a)
     out: dict[str, dict[str, Any]] = {}
-    for lab_id in sorted({a.lab_id for a in attempts_}):
-        mine = [a for a in attempts_ if a.lab_id == lab_id]
+    for lab_id in sorted(by_lab):
+        mine = by_lab[lab_id]
         b = top.get(lab_id)
         out[lab_id] = {
             "best_percent": b.percent if b else None,

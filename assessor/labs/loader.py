@@ -164,7 +164,7 @@ def load_lab(directory: Path | str) -> Lab:
     stamp = validated_stamp(directory)
     kept = _kept_data(stamp)
     if kept is not None:
-        return _build(kept, directory)
+        return _build(kept["lab"], directory, typed=kept["typed"])
     located = yamlio.load(directory / LAB_FILE)
     resolve_references(located)
     if stamp is None or not stamp.exists():
@@ -173,13 +173,16 @@ def load_lab(directory: Path | str) -> Lab:
             problems = semantic_problems(located, directory)
         if problems:
             raise InputError("\n".join(str(p) for p in problems))
-    _keep_data(stamp, located.data)
-    return _build(located.data, directory)
+    lab = _build(located.data, directory)
+    _keep_data(stamp, {"lab": located.data, "typed": [c.params for c in lab.checks]})
+    return lab
 
 
-def _kept_data(stamp: Path | None) -> Any:
-    """The lab.yaml's content (its references resolved) kept with the proof that this exact folder is valid;
-    None when there is none (no cache, a stamp of an older gpulab, a file that is not what gpulab wrote)."""
+def _kept_data(stamp: Path | None) -> dict[str, Any] | None:
+    """The lab.yaml's content (its references resolved, ``lab``) and its checks' params as the checks declare
+    them (``typed``, :func:`_typed`: a command that only lists labs need not load the check catalogue), kept with
+    the proof that this exact folder is valid; None when there is none (no cache, a stamp of an older gpulab, a
+    file that is not what gpulab wrote)."""
     import json
 
     if stamp is None:
@@ -189,7 +192,9 @@ def _kept_data(stamp: Path | None) -> Any:
         data = json.loads(text) if text else None
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("lab"), dict) or not isinstance(data.get("typed"), list):
+        return None
+    return data
 
 
 def _keep_data(stamp: Path | None, data: Any) -> None:
@@ -626,7 +631,12 @@ def _steps(items: list[dict[str, Any]] | None) -> tuple[FaultStep, ...]:
     return tuple(FaultStep(s["fault"], dict(s.get("options") or {})) for s in items or [])
 
 
-def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | None = None) -> Lab:
+def _build(
+    source: dict[str, Any], directory: Path, values: dict[str, Any] | None = None, *, typed: list[Any] | None = None
+) -> Lab:
+    """The lab of ``source`` with the variant ``values`` (None: the first variant); ``typed``: the params of its
+    checks already made as the checks declare them for the first variant (:func:`_typed`, kept with the stamp)."""
+    first = values is None
     values = first_variant(source) if values is None else values
     data = {**source, **{k: fill(source[k], values) for k in _VARIANT_KEYS if k in source}} if values else source
     grading = data.get("grading") or {}
@@ -634,17 +644,21 @@ def _build(source: dict[str, Any], directory: Path, values: dict[str, Any] | Non
     scenario = data.get("scenario") or {}
     solution = data.get("solution") or {}
     raw_checks = grading.get("checks") or answer.get("checks") or []
+    if not (
+        first and isinstance(typed, list) and len(typed) == len(raw_checks) and all(isinstance(t, dict) for t in typed)
+    ):
+        typed = [_typed(c["id"], dict(c.get("params") or {})) for c in raw_checks]
     lab_checks = tuple(
         LabCheck(
             id=c["id"],
-            params=_typed(c["id"], dict(c.get("params") or {})),
+            params=dict(params),
             points=0.0 if c.get("role") == "guard" else float(c["points"]),
             hint=c["hint"],
             partial=tuple(Partial(p["param"], float(p["factor"]), float(p["credit"])) for p in c.get("partial") or []),
             role=c.get("role", "task"),
             baseline_ok=bool(c.get("baseline_ok", False)),
         )
-        for c in raw_checks
+        for c, params in zip(raw_checks, typed, strict=True)
     )
     return Lab(
         id=data["id"],

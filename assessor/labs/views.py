@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from assessor.errors import InputError
-    from assessor.labs.attempts import Attempt, DatabaseError
+    from assessor.labs.attempts import Attempt, DatabaseError, Summarised
     from assessor.labs.levels import Levels
     from assessor.labs.model import Lab, LabCheck
     from assessor.labs.readiness import Readiness
@@ -233,7 +233,7 @@ class Progress:
     """`gpulab progress`: a candidate's history, best per lab, levels, and what may make them doubtful."""
 
     candidate: str
-    history: list[Attempt]
+    history: list[Attempt]  # every attempt, oldest first; unless asked for all: the last ones and the flagged
     passed: set[str]  # the labs passed by an attempt that counts
     levels: Levels
     summaries: dict[str, dict[str, Any]]  # each lab's best score, time taken, hints used
@@ -242,6 +242,7 @@ class Progress:
     plan: StudyPlan  # the labs to take next, in order (for the exam, when one is asked)
     readiness: Readiness | None = None  # how ready for the exam asked (--exam); None: none asked
     errors: list[InputError] = field(default_factory=list)  # labs skipped as malformed
+    total: int = 0  # how many attempts the candidate has (``history`` may hold fewer)
 
 
 def progress(
@@ -250,13 +251,15 @@ def progress(
     db: str | None = None,
     exam: str | None = None,
     sessions: Sequence[Mapping[str, Any]] | None = None,
+    recent: int | None = None,
 ) -> Progress:
     """``candidate``'s lab history and skill levels (per domain and overall), each level explained, with the
     study plan; for ``exam``, how ready they are for it by its domains, from their labs and exam sessions
     (``sessions``: their exam-session results, oldest first, exam domain -> score in percent; None: their
     submitted sittings of ``exam`` kept beside the attempts database, :func:`.exam_session.domain_scores`, as
     `gpulab report candidate --exam` reads them). InputError for an exam the blueprints do not know, or a
-    sitting edited by hand."""
+    sitting edited by hand. ``recent``: the history holds only the last ``recent`` attempts and every flagged
+    one before them, the others only counted and summarised (None: every attempt)."""
     from assessor.labs import attempts, levels, readiness, study_plan
     from assessor.labs.loader import load_catalogue
 
@@ -271,15 +274,21 @@ def progress(
             sessions = domain_scores(who, exam, db)
     sessions = sessions or ()
     with attempts.guarded(db) as conn:
-        history = attempts.attempts(conn, candidate=who)
-        breaks = attempts.chain_breaks(conn)
+        check = attempts.check_chain(conn)
+        breaks = check.breaks
+        if recent is None:
+            history = attempts.attempts(conn, candidate=who, breaks=breaks)
+            tried: Sequence[Summarised] = history
+        else:  # the rows the table shows read in full, the others summarised from their plain columns
+            seen = attempts.overview(conn, who, recent, check=check)
+            history, tried = seen.shown, seen.every
     # rows edited by hand are keyed by (table, row id); what the head record tells of the whole database (rows
     # missing at the end, an edited head record) by ("head", n <= 0): not a hand edit (a WAL file lost, an
     # older copy restored), so shown on its own lines without the "edited by hand" prefix
     edited = sorted({why for (table, row_id), why in breaks.items() if not (table == "head" and row_id <= 0)})
     whole = [why for (table, row_id), why in sorted(breaks.items(), reverse=True) if table == "head" and row_id <= 0]
     known = {x.id for x in cat.labs}
-    best = attempts.best([a for a in history if a.lab_id in known])
+    best = attempts.best([a for a in tried if a.lab_id in known])
     passed = {lab_id for lab_id, a in best.items() if a.passed}
     ready = None
     if exam is not None:
@@ -290,10 +299,11 @@ def progress(
         history=history,
         passed=passed,
         levels=levels.compute(rules, cat.labs, passed),
-        summaries=attempts.lab_summaries(history),
-        mismatches=attempts.machine_mismatches(history),
+        summaries=attempts.lab_summaries(tried),
+        mismatches=attempts.machine_mismatches(tried),
         flags=[f"{attempts.DB_EDITED}: {why}" for why in edited] + [f"attempts database: {why}" for why in whole],
         plan=study_plan.plan(rules, cat.labs, passed, exam=exam, sessions=sessions),
         readiness=ready,
         errors=list(cat.errors),
+        total=len(tried),
     )
