@@ -144,11 +144,24 @@ def make_peer(state: NodeState, state_path: str | os.PathLike[str], host: str) -
     folder.mkdir(exist_ok=True)
     peer_path = folder / f"{host}.json"
     peer = load_fixture(state.fixture, host=host, in_use=True)
+    _own_lids(peer, state)
     save_state(peer, peer_path)
     populate(root_for_state(peer_path), peer, overwrite=True)
     add_peer(state_path, host, peer_path)
     add_peer(peer_path, state.host, state_path)
     return peer_path
+
+
+def _own_lids(peer: NodeState, state: NodeState) -> None:
+    """The subnet manager gives every port of a subnet its own LID: the twin's ports are numbered after the
+    node's highest (a fixture's two copies would otherwise share LIDs, and ``ib_write_bw`` print one LID for
+    both ends)."""
+    taken = [p.base_lid for h in state.ib_hcas for p in h.ports if p.base_lid]
+    next_lid = max(taken, default=0) + 1
+    for hca in peer.ib_hcas:
+        for port in hca.ports:
+            if port.base_lid:
+                port.base_lid, next_lid = next_lid, next_lid + 1
 
 
 def leave_fabric(state_path: str | os.PathLike[str]) -> None:

@@ -301,3 +301,19 @@ def test_re_imaging_a_node_for_a_lab_takes_it_off_its_fabric(pair: tuple[Path, P
     reset_file(find_lab("nccl-302"), a)
     assert read_peers(a) is None and b.exists()  # the user's other node stays
     assert gbits(run(a, "ib_write_bw", "-d", "mlx5_0", *BIG, "node-b")) > 380  # alone: the far end imagined
+
+
+def test_the_twin_a_lab_makes_has_lids_of_its_own(tmp_path: Path) -> None:
+    # one subnet manager numbers every port of the fabric: the twin's LIDs follow the node's, none shared
+    from assessor.sim.peers import make_peer
+    from assessor.sim.state import load_state
+
+    node = tmp_path / "node.json"
+    init_node("hgx-h100", node, host="node01")
+    twin = load_state(make_peer(load_state(node), node, "node02"))
+    mine = {p.base_lid for h in load_state(node).ib_hcas for p in h.ports if p.base_lid}
+    theirs = [p.base_lid for h in twin.ib_hcas for p in h.ports if p.base_lid]
+    assert theirs and len(set(theirs)) == len(theirs) and not mine & set(theirs)
+    lines = run(node, "ib_write_bw", "-d", "mlx5_0", "--report_gbits", "node02").stdout.splitlines()
+    local, remote = (line.split("LID ")[1].split()[0] for line in lines if " address: LID" in line)
+    assert local != remote
