@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from tests.labs.walks import H100_RAILS, Walk, conf
 
-EAST_WEST = "mpirun -np 16 -H localhost:8,node02:8 -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 8G -f 2 -g 1"
+EAST_WEST = (
+    "mpirun --allow-run-as-root -np 16 -H localhost:8,node02:8 -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 8G -f 2 -g 1"
+)
 
 WALKS: dict[str, dict[str, list[Walk]]] = {
     "nccl-404": {
@@ -23,7 +25,10 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         ],
         "wrong": [
             # the two rails on the command line only: the next job runs on six again
-            [f"mpirun -np 16 -H localhost:8,node02:8 -x NCCL_IB_HCA={H100_RAILS} all_reduce_perf -g 1"],
+            [
+                f"mpirun --allow-run-as-root -np 16 -H localhost:8,node02:8 -x NCCL_IB_HCA={H100_RAILS} "
+                "all_reduce_perf -g 1"
+            ],
             [conf("NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6", "NCCL_NVLS_ENABLE=1")],  # 7 of 8
             [conf("NCCL_IB_HCA=^mlx5_6,mlx5_7", "NCCL_NVLS_ENABLE=1")],  # the two excluded instead
             ["ib_write_bw -d mlx5_6 --report_gbits node02", "ib_write_bw -d mlx5_7 --report_gbits node02"],

@@ -136,7 +136,9 @@ def test_an_hpl_dat_of_the_nodes_own_sets_n_nb_and_the_grid(tmp_path: Path) -> N
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "HPL.dat").write_text(dat)
     argv = ["mpirun", "-np", "4", "hpl.sh", "--dat", "/root/HPL.dat"]
-    row = hpl_row(node(), argv, {"GPULAB_SIM_ROOT": str(tmp_path)})
+    # as root: Open MPI 4's two variables stand for --allow-run-as-root
+    allowed = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    row = hpl_row(node(), argv, {"GPULAB_SIM_ROOT": str(tmp_path), **allowed})
     assert (row.n, row.nb, row.p, row.q) == (92160, 512, 2, 2)
     missing = run_tool(
         ["hpl.sh", "--dat", "/root/nope.dat"], Session(state=node(), env={"GPULAB_SIM_ROOT": str(tmp_path)})
@@ -153,3 +155,19 @@ def test_the_capture_runs_hpl_and_nvbandwidth_on_request() -> None:
     assert active_command("hpl:1").argvs[0][-1].endswith("HPL-1GPU.dat")
     nvb = active_command("nvbandwidth")
     assert nvb.file == "nvbandwidth.txt" and nvb.argvs[0][0] == "nvbandwidth"
+
+
+def test_mpirun_as_root_starts_nothing_until_told_twice() -> None:
+    # Open MPI refuses root: --allow-run-as-root, or both variables; -x exports reach the ranks, not mpirun
+    argv = ["mpirun", "-np", "8", "hpl.sh", "--dat", DAT8]
+    refused = run_tool(argv, Session(state=node()))
+    assert refused.exit_code == 1 and "mpirun has detected an attempt to run as root" in refused.stderr
+    assert refused.stdout == ""
+    half = run_tool(argv, Session(state=node(), env={"OMPI_ALLOW_RUN_AS_ROOT": "1"}))
+    assert half.exit_code == 1
+    exported = ["mpirun", "-x", "OMPI_ALLOW_RUN_AS_ROOT=1", "-x", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", *argv[1:]]
+    assert run_tool(exported, Session(state=node())).exit_code == 1
+    both = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    assert run_tool(argv, Session(state=node(), env=both)).exit_code == 0
+    assert run_tool(["mpirun", "--allow-run-as-root", *argv[1:]], Session(state=node())).exit_code == 0
+    assert run_tool(argv, Session(state=node(), euid=1000)).exit_code == 0  # an ordinary user

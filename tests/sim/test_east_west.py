@@ -163,7 +163,7 @@ def test_sim_init_with_a_peer_joins_the_two_nodes(tmp_path: Path) -> None:
 
 # ---- nccl-tests over two nodes ------------------------------------------------------------------------------
 
-MPI = ("mpirun", "-np", "16", "-H", "node-a:8,node-b:8")
+MPI = ("mpirun", "--allow-run-as-root", "-np", "16", "-H", "node-a:8,node-b:8")
 ALL_REDUCE_8G = ("all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "1")
 
 
@@ -251,19 +251,34 @@ def test_a_peer_without_its_fabric_manager_fails_on_that_node(pair: tuple[Path, 
 
 def test_mpirun_to_a_host_that_is_no_peer_cannot_start_its_daemon(pair: tuple[Path, Path], tmp_path: Path) -> None:
     a, _ = pair
-    result = run(a, "mpirun", "-np", "16", "-H", "node-a:8,node-c:8", *ALL_REDUCE_8G)
+    result = run(a, "mpirun", "--allow-run-as-root", "-np", "16", "-H", "node-a:8,node-c:8", *ALL_REDUCE_8G)
     assert result.exit_code == 1 and "Could not resolve hostname node-c" in result.stderr
     alone = tmp_path / "alone.json"
     init_node("hgx-h100", alone, host="alone")
-    lone = run(alone, "mpirun", "-np", "16", "-H", "alone:8,node-b:8", *ALL_REDUCE_8G)
+    lone = run(alone, "mpirun", "--allow-run-as-root", "-np", "16", "-H", "alone:8,node-b:8", *ALL_REDUCE_8G)
     assert "Could not resolve hostname node-b" in lone.stderr
-    too_many = run(a, "mpirun", "-np", "17", "-H", "node-a:8,node-b:8", *ALL_REDUCE_8G)
+    too_many = run(a, "mpirun", "--allow-run-as-root", "-np", "17", "-H", "node-a:8,node-b:8", *ALL_REDUCE_8G)
     assert too_many.exit_code == 1 and "not enough slots" in too_many.stderr
 
 
 def test_mpirun_on_this_node_alone_is_the_one_node_run(pair: tuple[Path, Path]) -> None:
     a, _ = pair
-    one = run(a, "mpirun", "-np", "1", "-H", "node-a:1", "all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "8")
+    one = run(
+        a,
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        "1",
+        "-H",
+        "node-a:1",
+        "all_reduce_perf",
+        "-b",
+        "8G",
+        "-e",
+        "8G",
+        "-g",
+        "8",
+    )
     assert one.stdout == run(a, "all_reduce_perf", "-b", "8G", "-e", "8G", "-g", "8").stdout
 
 

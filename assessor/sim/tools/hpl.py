@@ -82,6 +82,29 @@ def tflops_per_gpu(state: NodeState, gpus: list[GpuState]) -> float:
     return healthy * min(gpu_share(g) for g in gpus) * spread
 
 
+# Open MPI refuses to start as root unless told twice (its help-orterun.txt; the text as users paste it, e.g. in
+# GEOS's container guide and yjxiong/temporal-segment-networks#222's README note).
+_AS_ROOT = (
+    "--------------------------------------------------------------------------\n"
+    "mpirun has detected an attempt to run as root.\n"
+    "Running at root is *strongly* discouraged as any mistake (e.g., in\n"
+    "defining TMPDIR) or bug can result in catastrophic damage to the OS\n"
+    "file system, leaving your system in an unusable state.\n"
+    "\n"
+    "You can override this protection by adding the --allow-run-as-root\n"
+    "option to your cmd line. However, we reiterate our strong advice\n"
+    "against doing so - please do so at your own risk.\n"
+    "--------------------------------------------------------------------------\n"
+)
+
+
+def _root_allowed(options: list[str], env: Mapping[str, str]) -> bool:
+    """``--allow-run-as-root``, or both of Open MPI 4's variables set to 1."""
+    if "--allow-run-as-root" in options:
+        return True
+    return env.get("OMPI_ALLOW_RUN_AS_ROOT") == "1" and env.get("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1"
+
+
 def mpirun(args: list[str], session: Session) -> ToolResult:
     """Open MPI's ``mpirun`` on one node: ``-np N`` ranks of the program, told their number as Open MPI tells
     them (``OMPI_COMM_WORLD_SIZE``). Options without a bearing on one node are accepted and ignored. An
@@ -114,6 +137,8 @@ def mpirun(args: list[str], session: Session) -> ToolResult:
         i += 2 if arg in with_value or arg == "-host" else 1
     if i >= len(args):
         return ToolResult(1, "", "mpirun: no executable was specified\n")
+    if session.euid == 0 and not _root_allowed(args[:i], session.env):
+        return ToolResult(1, "", _AS_ROOT)
     if ranks < 1:
         return ToolResult(1, "", "mpirun: the number of processes must be at least 1\n")
     env["OMPI_COMM_WORLD_SIZE"] = str(ranks)
