@@ -339,7 +339,10 @@ class Agent:
             if not isinstance(pid, int):
                 return
             self.running[pid] = process
-            if pid == process.pid or attempt == 2:
+            if pid == process.pid or attempt == 2 or process.stop_signal != signal.SIGKILL:
+                # a real daemon (Slurm's) keeps the PID it got: ending it and starting another would leave two
+                # of it racing over one pid file (the new slurmd "killing old slurmd"), the unit's record of it
+                # behind
                 return
             print(f"gpulab node agent: {process.comm} got PID {pid}, not {process.pid}: again", file=sys.stderr)
             self._kill(pid)  # the PID was taken: try again for the one the state names
