@@ -426,7 +426,13 @@ def short_lines(d: Debrief) -> list[str]:
     n = len(d.reference_commands)
     lines = []
     if not n:
-        ref = f"the reference is an {d.answer_kind} file" if d.reference_answer else "the lab has no reference steps"
+        if d.reference_answer:
+            article = "an" if (d.answer_kind or "")[:1] in ("a", "e", "i", "o", "u") else "a"
+            ref = f"the reference is {article} {d.answer_kind} file"
+        elif d.reference_files:
+            ref = f"the reference solution edits {', '.join(d.reference_files)} (no commands to compare)"
+        else:
+            ref = "the lab has no reference steps"
         lines.append(f"Debrief: {ref}")
     elif d.history.commands is None:
         why = d.history.why_none

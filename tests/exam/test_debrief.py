@@ -140,3 +140,17 @@ def test_every_note_cites_a_departure_docs_fidelity_still_lists() -> None:
             assert row.group(1) in status and status[row.group(1)] != "fixed", (note.id, status.get(row.group(1)))
         else:
             assert "Missing commands" in note.source and "## Missing commands" in fidelity, note.id
+
+
+@pytest.mark.parametrize(
+    ("lab_id", "says"),
+    [
+        ("nccl-404", "Debrief: the reference solution edits /etc/nccl.conf (no commands to compare)"),
+        ("ib-204", "Debrief: the reference is a ticket file"),
+    ],
+)
+def test_the_short_form_of_a_lab_without_reference_commands_says_what_the_reference_is(lab_id: str, says: str) -> None:
+    lab = find_lab(lab_id)
+    assert not lab.solution_commands
+    d = debrief.build(lab, [], History(None, why_none="none"), passed=True, percent=100)
+    assert debrief.short_lines(d)[0] == says
