@@ -70,6 +70,16 @@ class Walked:
     ticket: Path | None = None
 
 
+def _retyped_once(line: str) -> str:
+    """A valid walk's ``scontrol update`` typed again once when it fails: Slurm 22.05's scontrol exits 1 and
+    prints nothing when the controller's reply is lost with errno 0 (scontrol/update_node.c returns
+    slurm_get_errno()), which a loaded machine shows right after slurmctld restarts or reconfigures; the
+    update itself may have applied. A candidate who sees a bare failure types it again; failing twice fails."""
+    if not line.startswith("scontrol update ") or "\n" in line:
+        return line
+    return f"{line} || {{ sleep 1; {line}; }}"
+
+
 def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> None:
     """Type ``steps`` inside the node in one login, each as its own command line (a failed one does not stop
     the others, as a candidate goes on); tickets are written beside the state."""
@@ -80,7 +90,7 @@ def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> No
             walked.ticket = state.with_name("ticket.yaml")
             walked.ticket.write_text(yaml.safe_dump(step.as_answer(), sort_keys=False), encoding="utf-8")
         else:
-            lines.append(typed(step))
+            lines.append(_retyped_once(typed(step)) if must_work else typed(step))
     if not lines:
         return
     done = walked.shell.run(typed_steps.script(lines))
