@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assessor.sim.mig_caps import cap_device, ci_minor, gi_minor, gpu_minor
 from assessor.sim.state import GpuState, NodeState
 
 MigNamer = Callable[[GpuState, int, int], str]
@@ -255,25 +256,12 @@ def mig_devices(gpu: GpuState) -> list[tuple[int, int]]:
     ]
 
 
-def gi_cap(gpu_minor: int, gi_id: int) -> int:
-    """The ``nvidia-caps`` minor of ``gpuN/giI/access`` (the driver's mig-minors table)."""
-    return 3 + gpu_minor * 135 + gi_id * 9
-
-
-def ci_cap(gpu_minor: int, gi_id: int, ci_id: int) -> int:
-    return gi_cap(gpu_minor, gi_id) + 1 + ci_id
-
-
-def _minor(gpu: GpuState) -> int:
-    return gpu.minor_number if gpu.minor_number is not None else gpu.index
-
-
 def mig_device_nodes(gpu: GpuState, gi_id: int, ci_id: int) -> list[str]:
-    m = _minor(gpu)
+    m = gpu_minor(gpu)
     return [
         f"/dev/nvidia{m}",
-        f"/dev/nvidia-caps/nvidia-cap{gi_cap(m, gi_id)}",
-        f"/dev/nvidia-caps/nvidia-cap{ci_cap(m, gi_id, ci_id)}",
+        cap_device(gi_minor(m, gi_id)),
+        cap_device(ci_minor(m, gi_id, ci_id)),
     ]
 
 
@@ -284,7 +272,7 @@ def existing_paths(state: NodeState) -> set[str]:
     out = set(CTL_NODES)
     for gpu in state.gpus:
         if not gpu.lost:
-            out.add(f"/dev/nvidia{_minor(gpu)}")
+            out.add(f"/dev/nvidia{gpu_minor(gpu)}")
         for gi_id, ci_id in mig_devices(gpu):
             out.update(mig_device_nodes(gpu, gi_id, ci_id)[1:])
     libdir = library_dir()
@@ -312,7 +300,7 @@ def generate_spec(
     gpus = [g for g in sorted(state.gpus, key=lambda g: g.index) if not g.lost]
     devices: list[dict[str, Any]] = []
     for gpu in gpus:
-        nodes = [f"/dev/nvidia{_minor(gpu)}"]
+        nodes = [f"/dev/nvidia{gpu_minor(gpu)}"]
         names = {"index": str(gpu.index), "uuid": gpu.uuid}
         devices += [{"containerEdits": _edits(nodes), "name": names[s]} for s in strategies]
     for gpu in gpus:
@@ -322,7 +310,7 @@ def generate_spec(
             devices += [{"containerEdits": _edits(nodes), "name": names[s]} for s in strategies]
     every: list[str] = []
     for gpu in gpus:
-        every.append(f"/dev/nvidia{_minor(gpu)}")
+        every.append(f"/dev/nvidia{gpu_minor(gpu)}")
         for gi_id, ci_id in mig_devices(gpu):
             every += [p for p in mig_device_nodes(gpu, gi_id, ci_id)[1:] if p not in every]
     devices.append({"containerEdits": _edits(every), "name": "all"})
@@ -537,7 +525,7 @@ def _devices_of(state: NodeState, nodes: list[str]) -> Injection:
     gpus: list[int] = []
     migs: list[tuple[int, int, int]] = []
     for gpu in sorted(state.gpus, key=lambda g: g.index):
-        if f"/dev/nvidia{_minor(gpu)}" not in nodes:
+        if f"/dev/nvidia{gpu_minor(gpu)}" not in nodes:
             continue
         slices = [(gi, ci) for gi, ci in mig_devices(gpu) if mig_device_nodes(gpu, gi, ci)[2] in nodes]
         if slices:

@@ -17,6 +17,7 @@ import copy
 import re
 from collections.abc import Mapping
 
+from assessor.sim.mig_caps import ci_minor, gi_minor, gpu_minor
 from assessor.sim.slurm_node import GRES_CONF, SLURM_CONF
 from assessor.sim.state import GpuState, NodeState
 
@@ -50,15 +51,10 @@ def job_files(state: NodeState, env: Mapping[str, str], indices: set[int]) -> se
     return {path for i in indices if 0 <= i < len(devices) for path in devices[i].files}
 
 
-def _minor(gpu: GpuState) -> int:
-    return gpu.minor_number if gpu.minor_number is not None else gpu.index
-
-
 def _keep_mig_devices(gpu: GpuState, caps: set[int]) -> None:
     """Only the MIG devices of ``gpu`` whose GPU and compute instance capabilities the job opens."""
-    from assessor.sim.mig_caps import ci_minor, gi_minor
 
-    m = _minor(gpu)
+    m = gpu_minor(gpu)
     kept = []
     for gi in gpu.mig_instances:
         if gi_minor(m, gi.gi_id) not in caps:
@@ -83,7 +79,7 @@ def job_view(state: NodeState, env: Mapping[str, str]) -> NodeState:
     view = copy.deepcopy(state)
     kept: list[GpuState] = []
     for gpu in view.gpus:
-        minor = _minor(gpu)
+        minor = gpu_minor(gpu)
         if minor not in gpu_minors:
             continue
         gpu.minor_number = minor
