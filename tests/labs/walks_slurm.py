@@ -14,8 +14,13 @@ from tests.labs.walks import Walk
 
 GRES_CONF = "/etc/slurm/gres.conf"
 RESUME = "scontrol update nodename=$(hostname) state=resume"
-# after a reboot the candidate waits until slurmd has registered: sinfo shows the node without '*'
-REGISTERED = "for i in $(seq 40); do sinfo -h -o %t | grep -q '\\*' || break; sleep 0.5; done; sinfo"
+# after a reboot or a restart the candidate waits until slurmd has registered: the controller answers and shows
+# the node neither UNKNOWN (a restarted slurmctld's state until then, even a drained node's: sinfo's "drain"
+# hides it) nor NOT_RESPONDING ('*' in sinfo)
+REGISTERED = (
+    "for i in $(seq 60); do s=$(scontrol -o show node $(hostname) 2>/dev/null) && "
+    '! echo "$s" | grep -q -e State=UNKNOWN -e NOT_RESPONDING && break; sleep 0.5; done; sinfo'
+)
 # slurmd stopped after the node is back in service: idle in sinfo until the controller's SlurmdTimeout
 SLURMD_LEFT_STOPPED = "systemctl stop slurmd"
 GRES_PER_GPU = {

@@ -9,12 +9,11 @@ both daemons restarted), and listing the MIG devices as plain ``gpu`` GRES with 
 from __future__ import annotations
 
 from tests.labs.walks import Walk
+from tests.labs.walks_slurm import REGISTERED
 
 GRES_CONF = "/etc/slurm/gres.conf"
 SLURM_CONF = "/etc/slurm/slurm.conf"
 RESUME = "scontrol update nodename=$(hostname) state=resume"
-# after a restart of slurmd the candidate waits until it has registered: sinfo shows the node without '*'
-REGISTERED = "for i in $(seq 40); do sinfo -h -o %t | grep -q '\\*' || break; sleep 0.5; done; sinfo"
 RESTART_BOTH = "systemctl restart slurmctld slurmd"
 TYPED_GRES = "sed -i 's/Gres=gpu:8/Gres=gpu:1g.10gb:7,gpu:3g.40gb:2,gpu:h100:6/' /etc/slurm/slurm.conf"
 

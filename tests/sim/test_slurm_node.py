@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from assessor.checks.result import Result
+from assessor.labs.drivers.sim import SETTLED
 from assessor.sim import faults
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.slurm_node import (
@@ -122,6 +123,19 @@ def test_systemctl_acts_on_the_real_slurmd(cluster: NodeShell) -> None:
     assert "inactive (dead)" in cluster.run("systemctl status slurmd").stdout
     pid = cluster.out("systemctl start slurmd; sleep 2; systemctl show -p MainPID --value slurmd").strip()
     assert cluster.out("pgrep -x slurmd").strip() == pid
+    assert cluster.out("sinfo -h -o %t").strip() == "idle"
+
+
+@needs_slurm
+def test_systemctl_stop_returns_once_the_daemons_have_exited(cluster: NodeShell) -> None:
+    # as systemd's stop job waits for the unit's main process: a slurmctld still saving its state, or a slurmd
+    # still answering the controller with the old configuration, never overlaps the instance started next
+    before = cluster.out("pgrep -x slurmctld | head -1").strip()
+    assert cluster.out("systemctl stop slurmd slurmctld; pgrep -x slurmctld; pgrep -x slurmd; echo $?").split() == ["1"]
+    cluster.out(f"systemctl start slurmctld slurmd; {SETTLED}")
+    assert cluster.out("pgrep -x slurmctld | head -1").strip() not in ("", before)
+    cluster.out(f"systemctl restart slurmd; {SETTLED}")
+    assert cluster.out("pgrep -cx slurmd").strip() == "1"  # one slurmd, never two
     assert cluster.out("sinfo -h -o %t").strip() == "idle"
 
 

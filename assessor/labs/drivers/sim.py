@@ -39,12 +39,13 @@ def run_line(line: str, path: Path) -> str:
 
 
 # What a candidate waits for before typing a Slurm command after a boot or a restart: the node's slurmctld
-# answers (20 s at most); and, once the node is up, that its slurmd has registered (sinfo shows the node neither
-# unknown nor '*', not responding), so that whatever the scenario makes the daemons do has happened.
+# answers (20 s at most); and, once the node is up, that its slurmd has registered (scontrol shows the node
+# neither UNKNOWN, a restarted controller's state until then, nor NOT_RESPONDING, sinfo's '*'), so that
+# whatever the scenario makes the daemons do has happened.
 CONTROLLER_UP = "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && break; sleep 0.25; done"
 SETTLED = (
     "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && "
-    "! sinfo -h -o %t | grep -q -e unk -e '\\*' && break; sleep 0.25; done"
+    "! scontrol -o show node | grep -q -e State=UNKNOWN -e NOT_RESPONDING && break; sleep 0.25; done"
 )
 
 

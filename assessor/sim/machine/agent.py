@@ -55,6 +55,9 @@ MAX_REQUEST = 4 * 1024 * 1024
 POLL_S = 0.3
 NVML_HELLO = b"gpulab-nvml "  # the first line of gpulab's libnvidia-ml.so.1 (runtime.c)
 MAX_NVML_SESSIONS = 64
+# How long a real daemon asked to stop (SIGTERM) has to end before it gets SIGKILL: systemd's TimeoutStopSec,
+# shorter than its 90 s default so that the tool that stopped it answers within its client's 60 s
+STOP_TIMEOUT_S = 30.0
 
 
 def find_python() -> str:
@@ -347,13 +350,42 @@ class Agent:
             print(f"gpulab node agent: {process.comm} got PID {pid}, not {process.pid}: again", file=sys.stderr)
             self._kill(pid)  # the PID was taken: try again for the one the state names
 
-    def _kill(self, pid: int) -> None:
+    def _kill(self, pid: int) -> bool:
+        """End one node process; True when it is a real daemon asked to stop (it may take a while to exit)."""
         print(f"gpulab node agent: ending PID {pid}", file=sys.stderr, flush=True)
         self.expected.add(pid)
         process = self.running.get(pid)
         sig = process.stop_signal if process is not None else int(signal.SIGKILL)
         self._send({"op": "kill", "pid": pid, "sig": sig})
         self.running.pop(pid, None)
+        return sig != signal.SIGKILL
+
+    def _await_ends(self, pids: set[int], timeout: float = STOP_TIMEOUT_S, grace: float = 5.0) -> None:
+        """Wait until the daemons just asked to stop have exited, as ``systemctl stop`` waits for a unit's main
+        process: a slurmctld still saving its state, or a slurmd still answering its controller with the old
+        configuration, must not overlap the instance started next. One that outlives ``timeout`` gets
+        SIGKILL, as systemd sends it after TimeoutStopSec; the agent then waits ``grace`` seconds more at most."""
+        import select
+
+        assert self.proc is not None and self.proc.stdout is not None
+        left = set(pids)
+        deadline = time.monotonic() + timeout
+        killed = False
+        while left and not self.stopping:
+            self._read_events()
+            left -= {e.get("pid") for e in self.events if e.get("ev") == "exit"}
+            if not left:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if killed:
+                    return
+                for pid in left:
+                    print(f"gpulab node agent: PID {pid} outlived its stop: SIGKILL", file=sys.stderr, flush=True)
+                    self._send({"op": "kill", "pid": pid, "sig": int(signal.SIGKILL)})
+                killed, deadline = True, time.monotonic() + grace
+                continue
+            select.select([self.proc.stdout.fileno()], [], [], min(remaining, 0.2))
 
     def sync(self) -> None:
         """Learn of every node process that has ended so far (a ``kill`` typed just before a tool)."""
@@ -381,9 +413,9 @@ class Agent:
         self.seen = mark
         wanted = {p.key: p for p in node_processes(state)}
         have = {process.key: pid for pid, process in self.running.items()}
-        for key, pid in have.items():
-            if key not in wanted:
-                self._kill(pid)
+        stopping = {pid for key, pid in have.items() if key not in wanted and self._kill(pid)}
+        if stopping:
+            self._await_ends(stopping)  # a restart's new instance starts once the old one has gone
         for key, process in wanted.items():
             if key not in have:
                 self._spawn(process)
