@@ -25,6 +25,7 @@ from assessor.sim import faults
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool
+from tests.support.dcgmi_status import assert_tool_status
 
 LABS = {lab.id: lab for lab in load_catalogue(default_root()).labs}
 VERIFY = ("health-304", "health-305", "health-404", "health-405", "nccl-303", "nccl-403", "ib-302", "ib-403")
@@ -41,7 +42,7 @@ def node_of(lab: Lab) -> NodeState:
 
 def tool(state: NodeState, *argv: str) -> ToolResult:
     result = run_tool(list(argv), Session(state=state))
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert_tool_status(argv, result)
     return result
 
 

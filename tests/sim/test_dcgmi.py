@@ -10,6 +10,7 @@ from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, run_tool
 from tests.support.corpus import read_corpus
+from tests.support.dcgmi_status import assert_tool_status
 
 SOFTWARE = [
     "Denylist",
@@ -26,7 +27,7 @@ SOFTWARE = [
 
 def diag(state: NodeState, level: str) -> DcgmDiag:
     result = run_tool(["dcgmi", "diag", "-r", level], Session(state=state))
-    assert result.exit_code == 0, result.stdout
+    assert_tool_status(["dcgmi", "diag"], result)
     facts = parse("dcgmi-diag", result.stdout)
     assert facts.dcgm_diag is not None
     return facts.dcgm_diag
@@ -138,6 +139,53 @@ def test_software_failures_come_from_the_state(h100: NodeState, change, test_nam
     assert results[test_name].result == "Fail"
     assert needle in " ".join(results[test_name].details)
     assert [n for n, t in results.items() if t.result == "Fail"] == [test_name]
+
+
+def _status(state: NodeState, *args: str) -> int:
+    return run_tool(["dcgmi", "diag", *args], Session(state=state)).exit_code
+
+
+def _ecc(s: NodeState) -> None:
+    s.gpu(6).ecc.volatile_uncorrected = 4
+
+
+def _pending(s: NodeState) -> None:
+    rows = s.gpu(3).remapped_rows
+    assert rows is not None
+    rows.pending = True
+
+
+def _links_down(s: NodeState) -> None:
+    for link in s.gpu(1).nvlinks[:3]:
+        link.active = False
+
+
+@pytest.mark.parametrize(
+    ("change", "level", "status"),
+    [
+        # DCGM_ST_NVVS_ISOLATE_ERROR (-51): a failure whose priority is ISOLATE (dcgmlib/src/dcgm_errors.c)
+        (lambda s: setattr(s.gpu(0), "lost", True), "1", 205),  # DCGM_FR_FALLEN_OFF_BUS
+        (_ecc, "2", 205),  # DCGM_FR_VOLATILE_DBE_DETECTED
+        # DCGM_ST_NVVS_ERROR (-30): any other failure (RESET, TRIAGE, CONFIG, MONITOR)
+        (_pending, "1", 226),  # DCGM_FR_PENDING_ROW_REMAP: RESET
+        (_links_down, "2", 226),  # DCGM_FR_NVLINK_DOWN: TRIAGE
+        (lambda s: setattr(s.gpu(2), "persistence_mode", False), "1", 226),  # DCGM_FR_PERSISTENCE_MODE: CONFIG
+        (lambda s: setattr(s.gpu(4), "throttle_reasons", ["hw_thermal_slowdown"]), "3", 226),
+    ],
+)
+def test_the_exit_status_is_dcgmis_for_the_worst_failure(h100: NodeState, change, level: str, status: int) -> None:
+    assert _status(h100, "-r", level) == 0
+    change(h100)
+    assert _status(h100, "-r", level) == status
+
+
+def test_a_failure_outside_what_ran_leaves_the_status_0(h100: NodeState) -> None:
+    _links_down(h100)  # caught by the PCIe test, which level 1 does not run
+    assert _status(h100, "-r", "1") == 0
+    _ecc(h100)  # GPU 6's DBE: a run on the other GPUs passes
+    assert _status(h100, "-r", "2", "-i", "0,1,2") == 226  # GPU 1's links still fail PCIe
+    assert _status(h100, "-r", "2", "-i", "0,2") == 0
+    assert _status(h100, "-r", "2", "-i", "6") == 205
 
 
 def test_hot_gpu_fails_targeted_power_in_the_long_run(h100: NodeState) -> None:

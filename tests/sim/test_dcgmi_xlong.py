@@ -12,6 +12,7 @@ from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool
 from tests.support.corpus import read_corpus
+from tests.support.dcgmi_status import assert_tool_status
 
 
 def dcgmi(state: NodeState, *args: str) -> ToolResult:
@@ -20,7 +21,7 @@ def dcgmi(state: NodeState, *args: str) -> ToolResult:
 
 def diag(state: NodeState, *args: str) -> DcgmDiag:
     result = dcgmi(state, "diag", *args)
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert_tool_status(["dcgmi", "diag"], result)
     facts = parse("dcgmi-diag", result.stdout)
     assert facts.dcgm_diag is not None
     return facts.dcgm_diag

@@ -18,6 +18,7 @@ from assessor.sim.faults import FAULTS
 from assessor.sim.fixtures import load_fixture
 from assessor.sim.state import NodeState, load_state, save_state
 from assessor.sim.tools import Session, ToolResult, run_tool
+from tests.support.dcgmi_status import assert_tool_status
 
 SHOW = ["systemctl", "show", "-p", "Id,LoadState,ActiveState,SubState,UnitFileState,Result,ExecMainStatus"]
 REQUIRED = {
@@ -48,7 +49,7 @@ def tool(state: NodeState, *argv: str, env: dict[str, str] | None = None) -> Too
 
 def facts(kind: str, state: NodeState, *argv: str, env: dict[str, str] | None = None) -> NodeFacts:
     result = tool(state, *argv, env=env)
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert_tool_status(argv, result)
     return parse(kind, result.stdout)
 
 

@@ -20,8 +20,8 @@ memtest and the pulse test. Two layouts:
   HelperDisplayAsCli); memtest belongs to Stress and pulse_test to Hardware (nvvs PluginStrings.h); under each
   plugin a ``GPUn: Pass`` row per GPU, each GPU's warnings right after its row as ``Warning: GPUn``.
 
-The exit status stays 0 when the table printed: a real dcgmi returns DCGM_ST_NVVS_ERROR (226) or
-DCGM_ST_NVVS_ISOLATE_ERROR (205) when a test failed (docs/FIDELITY.md).
+The exit status is dcgmi's (:func:`exit_status`): 0 when every test that ran passed, DCGM_ST_NVVS_ERROR (226)
+when one failed, DCGM_ST_NVVS_ISOLATE_ERROR (205) when a failure calls for isolating the GPU.
 """
 
 from __future__ import annotations
@@ -94,8 +94,10 @@ _NOT_INSTALLED = {"EUD Test"}
 
 # Run levels by number and by suite name (nvvs accepts "quick" and "short" alike).
 RUN_LEVELS = {"1": 1, "2": 2, "3": 3, "4": 4, "quick": 1, "short": 1, "medium": 2, "long": 3, "xlong": 4}
-# DCGM_ST_NVVS_ERROR (-30) as an exit status: the diagnostic could not run what was asked.
+# DCGM_ST_NVVS_ERROR (-30) as an exit status: a test failed, or the diagnostic could not run what was asked;
+# DCGM_ST_NVVS_ISOLATE_ERROR (-51): a test failed with an error whose priority is DCGM_ERROR_ISOLATE
 NVVS_ERROR_EXIT = 226
+NVVS_ISOLATE_EXIT = 205
 
 
 @dataclass
@@ -104,9 +106,12 @@ class _Outcome:
 
     failed: dict[int, list[str]] = field(default_factory=dict)  # GPU index -> messages
     errors: list[str] = field(default_factory=list)  # node-level messages (Deployment tests)
+    isolating: set[int] = field(default_factory=set)  # GPUs with an error of priority DCGM_ERROR_ISOLATE
 
-    def fail(self, gpu: int, message: str) -> None:
+    def fail(self, gpu: int, message: str, *, isolate: bool = False) -> None:
         self.failed.setdefault(gpu, []).append(message)
+        if isolate:
+            self.isolating.add(gpu)
 
 
 @dataclass
@@ -177,6 +182,7 @@ def outcomes(state: NodeState, gpus: list[GpuState]) -> dict[str, _Outcome]:
                 g.index,
                 f"GPU {g.index} is lost: it has fallen off the bus. Reboot the node; "
                 "if it stays lost, reseat or RMA the GPU.",
+                isolate=True,  # DCGM_FR_FALLEN_OFF_BUS
             )
             continue
         if g.fabric_state not in (None, "Completed"):
@@ -211,6 +217,7 @@ def outcomes(state: NodeState, gpus: list[GpuState]) -> dict[str, _Outcome]:
                 g.index,
                 f"GPU {g.index} had {g.ecc.volatile_uncorrected} uncorrectable ECC errors (DBE) since the "
                 "last reset. Drain the GPU and reset it or reboot the node.",
+                isolate=True,  # DCGM_FR_VOLATILE_DBE_DETECTED
             )
         down = [str(link.link) for link in g.nvlinks if not link.active]
         if down:
@@ -240,8 +247,22 @@ def outcomes(state: NodeState, gpus: list[GpuState]) -> dict[str, _Outcome]:
                 g.index,
                 f"A memory mismatch was detected on GPU {g.index}, but no error was reported by CUDA or NVML. "
                 "Run a field diagnostic on the GPU.",
+                isolate=True,  # DCGM_FR_MEMORY_MISMATCH
             )
     return out
+
+
+def exit_status(selection: Selection, results: dict[str, _Outcome]) -> int:
+    """dcgmi's status after its table (dcgmi/Diag.cpp GetFailureResult): 0 when every test that ran passed;
+    DCGM_ST_NVVS_ISOLATE_ERROR when a failure's priority is ISOLATE (dcgmlib/src/dcgm_errors.c: a GPU fallen
+    off the bus, a DBE, a memory mismatch), else DCGM_ST_NVVS_ERROR. Row remap failures and pending remaps are
+    RESET, an NVLink down TRIAGE, persistence mode CONFIG, thermal violations MONITOR: all NVVS_ERROR."""
+    ran = [results[name] for name in selection.tests if name in results]
+    if any(outcome.isolating for outcome in ran):
+        return NVVS_ISOLATE_EXIT
+    if any(outcome.failed or outcome.errors for outcome in ran):
+        return NVVS_ERROR_EXIT
+    return 0
 
 
 def _wrap(text: str) -> list[str]:
@@ -426,8 +447,7 @@ def diag(args: list[str], session: Session, *, unreachable: ToolResult | None = 
         worn = {g.uuid for g in gpus if g.index in results["Memtest"].failed}
         with session.update() as node:
             _memtest_aftermath(node, worn)
-    # The verdict is in the table (see the module docstring for the real exit status).
-    return ToolResult(0, text)
+    return ToolResult(exit_status(selection, results), text)
 
 
 def _usage(message: str) -> ToolResult:
