@@ -32,6 +32,7 @@ import yaml
 
 from assessor.labs import lifecycle
 from assessor.labs.drivers import found_something
+from assessor.labs.drivers.sim import SETTLED
 from assessor.labs.grading import Grade
 from assessor.labs.loader import reference_answer
 from assessor.labs.model import Lab
@@ -72,13 +73,16 @@ class Walked:
 
 
 def _retyped_once(line: str) -> str:
-    """A valid walk's ``scontrol update`` typed again once when it fails: Slurm 22.05's scontrol exits 1 and
-    prints nothing when the controller's reply is lost with errno 0 (scontrol/update_node.c returns
-    slurm_get_errno()), which a loaded machine shows right after slurmctld restarts or reconfigures; the
-    update itself may have applied. A candidate who sees a bare failure types it again; failing twice fails."""
+    """A valid walk's ``scontrol update`` typed again once when it fails, after the node has settled (its
+    slurmctld answers and its slurmd has registered, 20 s at most). Slurm 22.05's scontrol exits 1 and prints
+    nothing when the controller's reply is lost with errno 0 (scontrol/update_node.c returns
+    slurm_get_errno()), which a loaded machine shows right after slurmctld restarts or reconfigures; and
+    right after a reboot slurmctld refuses ``state=resume`` ("Invalid node state specified") until the node's
+    slurmd has registered, which a loaded machine makes take seconds. A candidate who sees either waits and
+    types it again; failing twice fails."""
     if not line.startswith("scontrol update ") or "\n" in line:
         return line
-    return f"{line} || {{ sleep 1; {line}; }}"
+    return f"{line} || {{ {SETTLED}; {line}; }}"
 
 
 def walk_inside(lab: Lab, steps: Walk, walked: Walked, *, must_work: bool) -> None:

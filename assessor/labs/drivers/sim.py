@@ -38,11 +38,10 @@ def run_line(line: str, path: Path) -> str:
     return f"$ {line}"
 
 
-# What a candidate waits for before typing a Slurm command after a boot or a restart: the node's slurmctld
-# answers (20 s at most); and, once the node is up, that its slurmd has registered (scontrol shows the node
-# neither UNKNOWN, a restarted controller's state until then, nor NOT_RESPONDING, sinfo's '*'), so that
-# whatever the scenario makes the daemons do has happened.
-CONTROLLER_UP = "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && break; sleep 0.25; done"
+# What a candidate waits for before typing a Slurm command after a boot or a restart (20 s at most): the node's
+# slurmctld answers, and its slurmd has registered (scontrol shows the node neither UNKNOWN, a restarted
+# controller's state until then, nor NOT_RESPONDING, sinfo's '*'), so that whatever the scenario makes the
+# daemons do has happened.
 SETTLED = (
     "for i in $(seq 80); do scontrol ping >/dev/null 2>&1 && "
     "! scontrol -o show node | grep -q -e State=UNKNOWN -e NOT_RESPONDING && break; sleep 0.25; done"
@@ -57,14 +56,16 @@ def settle_node(path: Path) -> None:
 def run_inside_node(line: str, path: Path) -> str:
     """A command typed in the shell of the running node (a lab whose node runs real daemons, Slurm's), the node
     booted first if it is down, as a candidate's login would (its daemons are real processes only while it
-    runs); a Slurm command first waits for the node's slurmctld to answer."""
+    runs); a Slurm command first waits (20 s at most) until the node's slurmctld answers and its slurmd has
+    registered: right after a reboot or a restart, slurmctld 22.05 refuses ``state=resume`` of a node it still
+    holds UNKNOWN ("Invalid node state specified"), as a login after a real reboot would not see."""
     from assessor.sim.machine.enter import start
     from assessor.sim.machine.inside import run_inside
     from assessor.sim.slurm_node import CLIENTS
 
     start(path)
     words = line.split()
-    typed = f"{CONTROLLER_UP}; {line}" if words and words[0] in CLIENTS else line
+    typed = f"{SETTLED}; {line}" if words and words[0] in CLIENTS else line
     done = run_inside(path, ["bash", "-c", typed], timeout=90)
     if done is None or (done.returncode != 0 and not found_something(line, done.returncode, done.stdout)):
         detail = ((done.stderr or done.stdout) if done else "the node is not running").strip().splitlines()
