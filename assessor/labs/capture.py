@@ -87,8 +87,11 @@ def capture_facts(
     gpus: int | None = None
     every_gpu = "nccl" in wanted or "hpl" in wanted  # tests run over every GPU of the node
     if "nccl" in wanted and spec.startswith("mock:"):
-        # NCCL_DEBUG=INFO so nccl.transport sees the network NCCL chose, as a candidate would run it
-        target.env = {**target.env, "NCCL_DEBUG": "INFO"}
+        # NCCL_DEBUG=INFO so nccl.transport sees the network NCCL chose, as a candidate would run it; the job is
+        # a user's (the node's /etc/nccl.conf, nobody's ~/.nccl.conf: a fix in root's own file is not the
+        # node's) unless the lab grades root's jobs
+        env = {k: v for k, v in target.env.items() if k != "HOME"}
+        target.env = {**env, "NCCL_DEBUG": "INFO", **({"HOME": "/root"} if lab.nccl_job == "root" else {})}
     if every_gpu and spec.startswith("mock:"):
         gpus = len(target.session().read().gpus)
     if every_gpu and gpus is None:

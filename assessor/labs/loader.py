@@ -676,6 +676,7 @@ def _build(
         digest=digest(directory),
         warn_counts=bool(grading.get("warn_counts", False)),
         dcgm_level=int(grading.get("dcgm_level", 1)),
+        nccl_job=str(grading.get("nccl_job", "user")),
         faults=_steps(scenario.get("faults")),
         commands=tuple(scenario.get("commands") or ()),
         files=dict(scenario.get("files") or {}),

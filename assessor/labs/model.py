@@ -135,6 +135,7 @@ class Lab:
     digest: str  # sha256 of lab.yaml bytes + README.md bytes: which version of the lab was graded
     warn_counts: bool = False
     dcgm_level: int = 1
+    nccl_job: str = "user"  # whose job the grader's all_reduce is on a simulated node: a user's or root's
     faults: tuple[FaultStep, ...] = ()
     commands: tuple[str, ...] = ()
     files: dict[str, str] = field(default_factory=dict)  # simulator: node config files the scenario writes

@@ -362,7 +362,8 @@ def nccl_settings(state: NodeState, env: Mapping[str, str], root: Path | None = 
     Lowest to highest precedence: on a node without files of its own (in memory, or a bare root), the
     state's ``nccl_env``; then
     ``/etc/nccl.conf`` (where a node made by gpulab keeps its site settings, the fixture's ``nccl_env``),
-    then the user's ``~/.nccl.conf`` (``$HOME`` from ``env``, default ``/root``), or
+    then the user's ``~/.nccl.conf`` (``$HOME`` from ``env``; none without it, as NCCL reads no user file
+    when ``HOME`` is unset: a lab grader's job is a user's, not root's), or
     instead of both files the one ``NCCL_CONF_FILE`` names; then the process environment, which always
     wins (NCCL sets a variable from a file only when the environment does not have it). Files are read
     under ``root`` (default: ``$GPULAB_SIM_ROOT`` of ``env``).
@@ -379,7 +380,8 @@ def nccl_settings(state: NodeState, env: Mapping[str, str], root: Path | None = 
         out.update(parse_nccl_conf(read_config(root, conf_file) or ""))
     else:
         out.update(parse_nccl_conf(read_config(root, NCCL_CONF) or ""))
-        home = env.get("HOME") or "/root"
-        out.update(parse_nccl_conf(read_config(root, f"{home.rstrip('/')}/.nccl.conf") or ""))
+        home = env.get("HOME")
+        if home:
+            out.update(parse_nccl_conf(read_config(root, f"{home.rstrip('/')}/.nccl.conf") or ""))
     out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
     return out

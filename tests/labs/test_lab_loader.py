@@ -97,6 +97,21 @@ def test_bad_param_value_names_the_param_key(labs_copy: Path):
     assert "must be float" in message
 
 
+def test_whose_nccl_job_the_grader_runs_is_a_user_unless_the_lab_says_root(tmp_path: Path):
+    import shutil
+
+    shipped = loader.default_root() / "nccl"
+    assert loader.load_lab(shipped / "nccl-301").nccl_job == "user"
+    assert loader.load_lab(shipped / "nccl-403").nccl_job == "root"
+    copy = tmp_path / "labs" / "nccl" / "nccl-403"
+    shutil.copytree(shipped / "nccl-403", copy)
+    path = _edit(copy, "nccl_job: root", "nccl_job: admin")
+    with pytest.raises(InputError) as exc:
+        loader.load_lab(path.parent)
+    message = str(exc.value)
+    assert "lab.yaml" in message and "(key grading.nccl_job)" in message and "'admin'" in message
+
+
 def test_unknown_fixture_and_schema_key_typos_are_both_located(labs_copy: Path):
     path = _edit(labs_copy / "nccl" / "nccl-301", "fixture: dgx-a100", "fixture: dgx-a1000")
     with pytest.raises(InputError, match=r"unknown fixture 'dgx-a1000'.*\(key fixture\)"):

@@ -330,11 +330,16 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
         "wrong": [
             [conf("NCCL_P2P_DISABLE=1", "NCCL_P2P_LEVEL=NVL")],
             [conf("NCCL_P2P_DISABLE=1", "NCCL_NVLS_ENABLE=1")],
+            # root's own file overrides the node's for root's runs only: every user's job still has P2P off
+            [{ROOT_NCCL_CONF: "NCCL_P2P_DISABLE=0\n"}, "all_reduce_perf -b 1G -e 8G -f 2 -g 8"],
         ],
     },
     "nccl-302": {
         "alternatives": [[conf("NCCL_NVLS_ENABLE=1")]],
-        "wrong": [[conf("NCCL_NVLS_ENABLE=0", "NCCL_ALGO=Ring")]],
+        "wrong": [
+            [conf("NCCL_NVLS_ENABLE=0", "NCCL_ALGO=Ring")],
+            [{ROOT_NCCL_CONF: "NCCL_NVLS_ENABLE=1\n"}],  # right for root's runs, not for the node's jobs
+        ],
     },
     "nccl-401": {
         "alternatives": [[conf("NCCL_IB_HCA=^mlx5_4,mlx5_5")], [conf(f"NCCL_IB_HCA={A100_RAILS}")]],

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from tests.labs.walks import H100_RAILS, Walk, conf
+from tests.labs.walks import H100_RAILS, ROOT_NCCL_CONF, Walk, conf
 
 EAST_WEST = (
     "mpirun --allow-run-as-root -np 16 -H localhost:8,node02:8 -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 8G -f 2 -g 1"
@@ -32,6 +32,7 @@ WALKS: dict[str, dict[str, list[Walk]]] = {
             [conf("NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6", "NCCL_NVLS_ENABLE=1")],  # 7 of 8
             [conf("NCCL_IB_HCA=^mlx5_6,mlx5_7", "NCCL_NVLS_ENABLE=1")],  # the two excluded instead
             ["ib_write_bw -d mlx5_6 --report_gbits node02", "ib_write_bw -d mlx5_7 --report_gbits node02"],
+            [{ROOT_NCCL_CONF: f"NCCL_IB_HCA={H100_RAILS}\n"}],  # root's own file: the node's jobs still on six
         ],
     },
 }

@@ -160,9 +160,12 @@ def test_nccl_settings_follow_nccls_precedence(tmp_path: Path) -> None:
     (root / "root").mkdir()
     (root / "etc" / "nccl.conf").write_text("NCCL_IB_HCA=mlx5_0\nNCCL_DEBUG=WARN\n# NCCL_ALGO=Ring\nbad line\n")
     (root / "root" / ".nccl.conf").write_text("NCCL_DEBUG=INFO\n")
-    settings = config_root.nccl_settings(state, {}, root)
+    settings = config_root.nccl_settings(state, {"HOME": "/root"}, root)
     assert settings["NCCL_IB_HCA"] == "mlx5_0"  # the file beats the node's launcher environment
     assert settings["NCCL_DEBUG"] == "INFO"  # ~/.nccl.conf beats /etc/nccl.conf
+    # without HOME NCCL reads no user file (the lab grader's job is a user's, not root's)
+    assert config_root.nccl_settings(state, {}, root)["NCCL_DEBUG"] == "WARN"
+    assert config_root.nccl_settings(state, {"HOME": "/home/ana"}, root)["NCCL_DEBUG"] == "WARN"
     assert "NCCL_ALGO" not in settings
     env = {"NCCL_DEBUG": "TRACE", "NCCL_IB_HCA": "mlx5_1"}
     assert config_root.nccl_settings(state, env, root)["NCCL_DEBUG"] == "TRACE"  # the environment wins
