@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assessor.sim.mig_caps import cap_device, ci_minor, gi_minor, gpu_minor
+from assessor.sim.mig_caps import device_files, gpu_minor, mig_devices
 from assessor.sim.state import GpuState, NodeState
 
 MigNamer = Callable[[GpuState, int, int], str]
@@ -242,27 +242,7 @@ def docker_started(state: NodeState, root: Path | None) -> str | None:
     return None
 
 
-# ---- MIG devices and the node's device files -------------------------------------------------
-
-
-def mig_devices(gpu: GpuState) -> list[tuple[int, int]]:
-    """(GI id, CI id) of each MIG device of a GPU in MIG mode, in the order NVML numbers them."""
-    if not gpu.mig_mode_current:
-        return []
-    return [
-        (gi.gi_id, ci.ci_id)
-        for gi in sorted(gpu.mig_instances, key=lambda g: g.gi_id)
-        for ci in sorted(gi.compute_instances, key=lambda c: c.ci_id)
-    ]
-
-
-def mig_device_nodes(gpu: GpuState, gi_id: int, ci_id: int) -> list[str]:
-    m = gpu_minor(gpu)
-    return [
-        f"/dev/nvidia{m}",
-        cap_device(gi_minor(m, gi_id)),
-        cap_device(ci_minor(m, gi_id, ci_id)),
-    ]
+# ---- the node's device files ----------------------------------------------------------------
 
 
 def existing_paths(state: NodeState) -> set[str]:
@@ -274,7 +254,7 @@ def existing_paths(state: NodeState) -> set[str]:
         if not gpu.lost:
             out.add(f"/dev/nvidia{gpu_minor(gpu)}")
         for gi_id, ci_id in mig_devices(gpu):
-            out.update(mig_device_nodes(gpu, gi_id, ci_id)[1:])
+            out.update(device_files(gpu, gi_id, ci_id)[1:])
     libdir = library_dir()
     out.update(f"{libdir}/{lib}.{state.driver.version}" for lib in DRIVER_LIBRARIES)
     out.update(DRIVER_BINARIES)
@@ -305,14 +285,14 @@ def generate_spec(
         devices += [{"containerEdits": _edits(nodes), "name": names[s]} for s in strategies]
     for gpu in gpus:
         for n, (gi_id, ci_id) in enumerate(mig_devices(gpu)):
-            nodes = mig_device_nodes(gpu, gi_id, ci_id)
+            nodes = device_files(gpu, gi_id, ci_id)
             names = {"index": f"{gpu.index}:{n}", "uuid": mig_uuid(gpu, gi_id, ci_id)}
             devices += [{"containerEdits": _edits(nodes), "name": names[s]} for s in strategies]
     every: list[str] = []
     for gpu in gpus:
         every.append(f"/dev/nvidia{gpu_minor(gpu)}")
         for gi_id, ci_id in mig_devices(gpu):
-            every += [p for p in mig_device_nodes(gpu, gi_id, ci_id)[1:] if p not in every]
+            every += [p for p in device_files(gpu, gi_id, ci_id)[1:] if p not in every]
     devices.append({"containerEdits": _edits(every), "name": "all"})
     mounts = [
         {"containerPath": PERSISTENCED_SOCKET, "hostPath": PERSISTENCED_SOCKET, "options": [*MOUNT_OPTIONS, "noexec"]}
@@ -527,7 +507,7 @@ def _devices_of(state: NodeState, nodes: list[str]) -> Injection:
     for gpu in sorted(state.gpus, key=lambda g: g.index):
         if f"/dev/nvidia{gpu_minor(gpu)}" not in nodes:
             continue
-        slices = [(gi, ci) for gi, ci in mig_devices(gpu) if mig_device_nodes(gpu, gi, ci)[2] in nodes]
+        slices = [(gi, ci) for gi, ci in mig_devices(gpu) if device_files(gpu, gi, ci)[2] in nodes]
         if slices:
             migs += [(gpu.index, gi, ci) for gi, ci in slices]
         else:

@@ -9,6 +9,7 @@ command when it is ``nvidia-smi`` (the simulated one, restricted to those GPUs a
 from __future__ import annotations
 
 from assessor.sim import containers as ctr
+from assessor.sim.mig_caps import mig_devices
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool
 
@@ -212,7 +213,7 @@ def _gpus_request(state: NodeState, request: str) -> ctr.Injection:
             if ident in (str(gpu.index), gpu.uuid):
                 chosen.append(gpu.index)
                 found = True
-            for n, (gi, ci) in enumerate(ctr.mig_devices(gpu)):
+            for n, (gi, ci) in enumerate(mig_devices(gpu)):
                 if ident in (f"{gpu.index}:{n}", mig_uuid(gpu, gi, ci)):
                     migs.append((gpu.index, gi, ci))
                     found = True
