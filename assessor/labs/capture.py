@@ -90,8 +90,8 @@ def capture_facts(
         # NCCL_DEBUG=INFO so nccl.transport sees the network NCCL chose, as a candidate would run it; the job is
         # a user's (the node's /etc/nccl.conf, nobody's ~/.nccl.conf: a fix in root's own file is not the
         # node's) unless the lab grades root's jobs
-        env = {k: v for k, v in target.env.items() if k != "HOME"}
-        target.env = {**env, "NCCL_DEBUG": "INFO", **({"HOME": "/root"} if lab.nccl_job == "root" else {})}
+        root_job = {"HOME": "/root"} if lab.nccl_job == "root" else {}
+        target.env = {**target.env, "NCCL_DEBUG": "INFO", **root_job}
     if every_gpu and spec.startswith("mock:"):
         gpus = len(target.session().read().gpus)
     if every_gpu and gpus is None:

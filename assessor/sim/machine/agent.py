@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -299,20 +300,32 @@ class Agent:
                 if isinstance(event, dict):
                     self.events.append(event)
 
-    def _wait_event(self, match: Any, timeout: float) -> dict[str, Any] | None:
+    def _until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Read PID 1's events until ``done()`` holds (True), or until ``timeout`` or the node's end (False)."""
         import select
 
         assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        while True:
-            for i, event in enumerate(self.events):
-                if match(event):
-                    return self.events.pop(i)
+        while not done():
             left = deadline - time.monotonic()
             if left <= 0 or self.stopping:
-                return None
+                return False
             select.select([self.proc.stdout.fileno()], [], [], left)
             self._read_events()
+        return True
+
+    def _wait_event(self, match: Any, timeout: float) -> dict[str, Any] | None:
+        """The first event ``match`` takes (removed from the queue), or None after ``timeout``."""
+        found: list[dict[str, Any]] = []
+
+        def seen() -> bool:
+            for i, event in enumerate(self.events):
+                if match(event):
+                    found.append(self.events.pop(i))
+                    return True
+            return False
+
+        return found[0] if self._until(seen, timeout) else None
 
     # ---- keeping the node's processes --------------------------------------------------------
 
@@ -364,28 +377,18 @@ class Agent:
         """Wait until the daemons just asked to stop have exited, as ``systemctl stop`` waits for a unit's main
         process: a slurmctld still saving its state, or a slurmd still answering its controller with the old
         configuration, must not overlap the instance started next. One that outlives ``timeout`` gets
-        SIGKILL, as systemd sends it after TimeoutStopSec; the agent then waits ``grace`` seconds more at most."""
-        import select
+        SIGKILL, as systemd sends it after TimeoutStopSec; the agent then waits ``grace`` seconds more at most.
+        Their exit events stay queued (:meth:`_deaths` knows them as expected)."""
 
-        assert self.proc is not None and self.proc.stdout is not None
-        left = set(pids)
-        deadline = time.monotonic() + timeout
-        killed = False
-        while left and not self.stopping:
-            self._read_events()
-            left -= {e.get("pid") for e in self.events if e.get("ev") == "exit"}
-            if not left:
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if killed:
-                    return
-                for pid in left:
-                    print(f"gpulab node agent: PID {pid} outlived its stop: SIGKILL", file=sys.stderr, flush=True)
-                    self._send({"op": "kill", "pid": pid, "sig": int(signal.SIGKILL)})
-                killed, deadline = True, time.monotonic() + grace
-                continue
-            select.select([self.proc.stdout.fileno()], [], [], min(remaining, 0.2))
+        def left() -> set[int]:
+            return pids - {e.get("pid") for e in self.events if e.get("ev") == "exit"}
+
+        if self._until(lambda: not left(), timeout) or self.stopping:
+            return
+        for pid in sorted(left()):
+            print(f"gpulab node agent: PID {pid} outlived its stop: SIGKILL", file=sys.stderr, flush=True)
+            self._send({"op": "kill", "pid": pid, "sig": int(signal.SIGKILL)})
+        self._until(lambda: not left(), grace)
 
     def sync(self) -> None:
         """Learn of every node process that has ended so far (a ``kill`` typed just before a tool)."""
