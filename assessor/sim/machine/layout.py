@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assessor.sim.gpu_clients import GPU_DAEMONS, unit_running
-from assessor.sim.mig_caps import cap_device_files
+from assessor.sim.mig_caps import cap_device_files, gpu_minor
 from assessor.sim.state import GpuState, NodeState
 
 # Where each simulated tool sits on a real node (Debian/Ubuntu packages, merged /usr).
@@ -173,7 +173,7 @@ class NodeProcess:
 
 def gpu_device(gpu: GpuState) -> str:
     """``/dev/nvidiaN`` of a GPU: its minor number, as the driver numbers the files."""
-    return f"/dev/nvidia{gpu.minor_number if gpu.minor_number is not None else gpu.index}"
+    return f"/dev/nvidia{gpu_minor(gpu)}"
 
 
 def device_files(state: NodeState) -> list[str]:

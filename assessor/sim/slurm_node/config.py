@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 
+from assessor.sim.mig_caps import gpu_minor
 from assessor.sim.state import GpuState, NodeState
 
 
 def gpu_minors(state: NodeState) -> list[int]:
     """The minor numbers of the node's GPU device files, in order."""
-    return sorted(g.minor_number if g.minor_number is not None else g.index for g in state.gpus)
+    return sorted(gpu_minor(g) for g in state.gpus)
 
 
 def device_range(minors: list[int]) -> str:
@@ -118,7 +119,7 @@ def gres_conf(state: NodeState) -> str:
     lines: list[str] = []
     by_type: dict[str, list[int]] = {}
     for gpu in whole_gpus(state):
-        by_type.setdefault(gpu_type(gpu), []).append(gpu.minor_number if gpu.minor_number is not None else gpu.index)
+        by_type.setdefault(gpu_type(gpu), []).append(gpu_minor(gpu))
     lines += [f"Name=gpu Type={kind} File={device_range(sorted(minors))}" for kind, minors in by_type.items()]
     lines.append("# MIG devices: the GPU's device file, then its GPU instance's and compute instance's capabilities")
     lines += [f"Name=gpu Type={kind} MultipleFiles={','.join(files)}" for kind, files in migs]

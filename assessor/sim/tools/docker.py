@@ -9,7 +9,7 @@ command when it is ``nvidia-smi`` (the simulated one, restricted to those GPUs a
 from __future__ import annotations
 
 from assessor.sim import containers as ctr
-from assessor.sim.mig_caps import mig_devices
+from assessor.sim.mig_caps import gpu_minor, mig_devices
 from assessor.sim.state import NodeState
 from assessor.sim.tools import Session, ToolResult, run_tool
 
@@ -299,7 +299,7 @@ def _container(state: NodeState, injected: ctr.Injection, command: list[str]) ->
         names += ["stdin", "stdout", "tty", "urandom", "zero"]
         if has_gpu:
             names += ["nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools", "nvidiactl"]
-            names += [f"nvidia{g.minor_number if g.minor_number is not None else g.index}" for g in seen.gpus]
+            names += [f"nvidia{gpu_minor(g)}" for g in seen.gpus]
             if injected.migs:
                 names.append("nvidia-caps")
         return ToolResult(0, "\n".join(sorted(names)) + "\n")
